@@ -1,0 +1,341 @@
+"""The Kafka cluster model: who votes, who serves, which listeners each node opens and advertises.
+
+Everything a node's server.properties depends on that involves other hosts is computed here, once,
+from the inventory, and every cross-host rule (unique node ids, an odd controller quorum, listener
+names and ports, replication settings) is checked here too. The preflight play fails on the
+returned `problems` before any host is touched; the role renders properties from `nodes`.
+
+Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+
+
+def _get(hostvars: Mapping[str, Any], host: str, name: str, default: Any = None) -> Any:
+    """Read one variable of one host, tolerating hosts or variables that are not there."""
+    try:
+        value = hostvars[host][name]
+    except (KeyError, TypeError):
+        return default
+    return default if value is None else value
+
+
+def _valid_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return bool(HOSTNAME.match(value))
+
+
+def _address(hostvars: Mapping[str, Any], host: str) -> str | None:
+    """The address other nodes and clients use for a host.
+
+    kafka_advertised_host, else ansible_host, else the inventory name itself when it is an IP or a
+    fully qualified name (as Ansible would connect to it). A short alias such as `kafka2` is not
+    taken as an address: that is almost always an inventory that forgot ansible_host.
+    """
+    explicit = _get(hostvars, host, "kafka_advertised_host") or _get(hostvars, host, "ansible_host")
+    if explicit:
+        return str(explicit)
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return host if "." in host and HOSTNAME.match(host) else None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _host_listeners(
+    host: str,
+    listeners: list[Mapping[str, Any]],
+    overrides: Mapping[str, Any],
+    address: str | None,
+    problems: list[str],
+) -> list[dict[str, Any]]:
+    """The client/inter-broker listeners of one host, per-host overrides applied."""
+    known = {str(item.get("name")) for item in listeners}
+    for name in overrides:
+        if name not in known:
+            problems.append(
+                f"{host}: kafka_listener_overrides names listener '{name}', which kafka_listeners does not "
+                f"define (defined: {', '.join(sorted(known))}). Fix the name or add the listener."
+            )
+    result = []
+    for item in listeners:
+        name = str(item.get("name"))
+        merged = {**item, **dict(overrides.get(name) or {})}
+        advertised_host = merged.get("advertised_host") or address
+        # A host without any address is reported once, by the caller.
+        if advertised_host and not _valid_address(str(advertised_host)):
+            problems.append(
+                f"{host}: advertised address '{advertised_host}' of listener {name} is not a valid host name or IP."
+            )
+        result.append(
+            {
+                "name": name,
+                "protocol": str(merged.get("protocol", "PLAINTEXT")),
+                "bind_host": str(merged.get("bind_host") or ""),
+                "port": _as_int(merged.get("port")),
+                "advertised_host": str(advertised_host or ""),
+                "advertised_port": _as_int(merged.get("advertised_port") or merged.get("port")),
+            }
+        )
+    return result
+
+
+def _check_listener_definitions(
+    listeners: list[Mapping[str, Any]],
+    controller_listener: Mapping[str, Any],
+    inter_broker_name: str,
+    problems: list[str],
+) -> None:
+    names = [str(item.get("name")) for item in listeners]
+    for item in [*listeners, controller_listener]:
+        name = str(item.get("name"))
+        if not LISTENER_NAME.match(name):
+            problems.append(
+                f"listener name '{name}' must be upper case letters, digits and _ "
+                "(kafka_listeners / kafka_controller_listener)."
+            )
+        if str(item.get("protocol", "PLAINTEXT")) not in SECURITY_PROTOCOLS:
+            problems.append(
+                f"listener {name}: protocol '{item.get('protocol')}' is not one of {sorted(SECURITY_PROTOCOLS)}."
+            )
+        port = _as_int(item.get("port"))
+        if port is None or not 0 < port < 65536:
+            problems.append(f"listener {name}: port '{item.get('port')}' is not a TCP port number.")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        problems.append(
+            f"kafka_listeners defines {', '.join(duplicates)} more than once: listener names must be unique."
+        )
+    if str(controller_listener.get("name")) in names:
+        problems.append(
+            f"kafka_controller_listener.name '{controller_listener.get('name')}' is also in kafka_listeners: "
+            "the controller listener must be its own listener, never advertised to clients."
+        )
+    if inter_broker_name not in names:
+        problems.append(
+            f"kafka_inter_broker_listener_name '{inter_broker_name}' is not defined in kafka_listeners "
+            f"(defined: {', '.join(names)})."
+        )
+
+
+def kafka_cluster_model(
+    hostvars: Mapping[str, Any],
+    controllers: Iterable[str],
+    brokers: Iterable[str],
+    settings: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Build the cluster model from the inventory and list every problem found in it.
+
+    settings: listeners, controller_listener, inter_broker_listener_name, default_replication_factor,
+    min_insync_replicas, data_dirs (the role's variables, passed in so this stays pure).
+    Returns {"nodes": {host: node}, "quorum_voters": str, "controller_bootstrap": str,
+    "bootstrap_servers": str, "problems": [str]}.
+    """
+    controllers = list(controllers)
+    brokers = list(brokers)
+    problems: list[str] = []
+    listeners = list(settings.get("listeners") or [])
+    controller_listener = dict(settings.get("controller_listener") or {})
+    inter_broker_name = str(settings.get("inter_broker_listener_name") or "")
+    _check_listener_definitions(listeners, controller_listener, inter_broker_name, problems)
+
+    if not controllers:
+        problems.append(
+            "the KRaft controller group is empty: put 1, 3 or 5 hosts in group kafka_controller "
+            "(kafka_controller_group)."
+        )
+    elif len(controllers) % 2 == 0:
+        problems.append(
+            f"the KRaft controller quorum has {len(controllers)} hosts ({', '.join(controllers)}): it must be odd "
+            "(1, 3 or 5) so a majority survives a failure. Add or remove one host in group kafka_controller."
+        )
+    if not brokers:
+        problems.append("the broker group is empty: put at least one host in group kafka_broker (kafka_broker_group).")
+
+    hosts = list(dict.fromkeys([*controllers, *brokers]))
+    seen_ids: dict[int, str] = {}
+    nodes: dict[str, dict[str, Any]] = {}
+    for host in hosts:
+        raw_id = _get(hostvars, host, "kafka_node_id")
+        node_id = _as_int(raw_id)
+        if raw_id is None:
+            problems.append(
+                f"{host}: kafka_node_id is not set. Give every Kafka host a unique integer "
+                "kafka_node_id in the inventory."
+            )
+        elif node_id is None:
+            problems.append(f"{host}: kafka_node_id '{raw_id}' is not a non-negative integer.")
+        elif node_id in seen_ids:
+            problems.append(
+                f"{host}: kafka_node_id {node_id} is already used by {seen_ids[node_id]}. Node ids must be unique; "
+                f"change kafka_node_id of {host} or {seen_ids[node_id]}."
+            )
+        else:
+            seen_ids[node_id] = host
+        address = _address(hostvars, host)
+        overrides = dict(_get(hostvars, host, "kafka_listener_overrides", {}) or {})
+        host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []
+        ports: dict[int, str] = {}
+        for item in [
+            *host_listeners,
+            {"name": controller_listener.get("name"), "port": _as_int(controller_listener.get("port"))},
+        ]:
+            if item["port"] is None:
+                continue
+            if host not in controllers and item["name"] == controller_listener.get("name"):
+                continue
+            if item["port"] in ports:
+                problems.append(
+                    f"{host}: listeners {ports[item['port']]} and {item['name']} both use port {item['port']}. "
+                    "Give each listener its own port (kafka_listeners / kafka_listener_overrides)."
+                )
+            ports[item["port"]] = str(item["name"])
+        if not address:
+            problems.append(
+                f"{host}: no address: set ansible_host (or kafka_advertised_host) for this host in the inventory, "
+                "or name the host by its fully qualified DNS name."
+            )
+        roles = [r for r, group in (("broker", brokers), ("controller", controllers)) if host in group]
+        nodes[host] = {
+            "host": host,
+            "node_id": node_id,
+            "address": str(address or ""),
+            "roles": roles,
+            "listeners": host_listeners,
+        }
+
+    rf = _as_int(settings.get("default_replication_factor"))
+    min_isr = _as_int(settings.get("min_insync_replicas"))
+    if rf is None or rf < 1:
+        problems.append(
+            f"kafka_default_replication_factor '{settings.get('default_replication_factor')}' "
+            "must be a positive integer."
+        )
+    elif brokers and rf > len(brokers):
+        problems.append(
+            f"kafka_default_replication_factor {rf} is larger than the number of brokers ({len(brokers)}): "
+            f"lower it to at most {len(brokers)} or add brokers."
+        )
+    if min_isr is None or min_isr < 1:
+        problems.append(
+            f"kafka_min_insync_replicas '{settings.get('min_insync_replicas')}' must be a positive integer."
+        )
+    elif rf is not None and min_isr > rf:
+        problems.append(
+            f"kafka_min_insync_replicas {min_isr} is larger than kafka_default_replication_factor {rf}: "
+            "producers with acks=all could never write. Lower it."
+        )
+
+    controller_port = _as_int(controller_listener.get("port"))
+    voters = ",".join(
+        f"{nodes[h]['node_id']}@{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes
+    )
+    bootstrap = ",".join(
+        f"{item['advertised_host']}:{item['advertised_port']}"
+        for h in brokers
+        for item in nodes[h]["listeners"]
+        if item["name"] == inter_broker_name
+    )
+    controller_bootstrap = ",".join(f"{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes)
+    return {
+        "nodes": nodes,
+        "quorum_voters": voters,
+        "controller_bootstrap": controller_bootstrap,
+        "bootstrap_servers": bootstrap,
+        "problems": problems,
+    }
+
+
+def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mapping[str, Any]) -> dict[str, str]:
+    """The role's server.properties for one host (before the user's custom properties are merged)."""
+    node = model["nodes"][host]
+    controller_listener = settings["controller_listener"]
+    ctrl_name = str(controller_listener["name"])
+    is_broker = "broker" in node["roles"]
+    is_controller = "controller" in node["roles"]
+
+    listeners: list[str] = []
+    advertised: list[str] = []
+    protocol_map: dict[str, str] = {}
+    for item in node["listeners"]:
+        listeners.append(f"{item['name']}://{item['bind_host']}:{item['port']}")
+        advertised.append(f"{item['name']}://{item['advertised_host']}:{item['advertised_port']}")
+        protocol_map[item["name"]] = item["protocol"]
+    if is_controller:
+        listeners.append(f"{ctrl_name}://{controller_listener.get('bind_host') or ''}:{controller_listener['port']}")
+    # Every node must know the controller listener's protocol, brokers included, to reach the quorum.
+    protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
+
+    props: dict[str, str] = {
+        "process.roles": ",".join(node["roles"]),
+        "node.id": str(node["node_id"]),
+        "controller.quorum.voters": str(model["quorum_voters"]),
+        "controller.listener.names": ctrl_name,
+        "listeners": ",".join(listeners),
+        "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocol_map.items())),
+        "log.dirs": ",".join(settings["data_dirs"]),
+    }
+    if is_broker:
+        rf = str(settings["default_replication_factor"])
+        min_isr = str(settings["min_insync_replicas"])
+        props.update(
+            {
+                "advertised.listeners": ",".join(advertised),
+                "inter.broker.listener.name": str(settings["inter_broker_listener_name"]),
+                "num.partitions": str(settings.get("num_partitions", 3)),
+                "default.replication.factor": rf,
+                "min.insync.replicas": min_isr,
+                "offsets.topic.replication.factor": rf,
+                "transaction.state.log.replication.factor": rf,
+                "transaction.state.log.min.isr": min_isr,
+                "unclean.leader.election.enable": "false",
+                "auto.create.topics.enable": "false",
+            }
+        )
+    return props
+
+
+def to_properties(props: Mapping[str, Any]) -> str:
+    """Java properties text, one sorted key per line, values escaped the way java.util.Properties reads them."""
+    lines = []
+    for key in sorted(props):
+        raw = props[key]
+        text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
+        value = text.replace("\\", "\\\\").replace("\n", "\\n")
+        lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+class FilterModule:
+    """Ansible entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "kafka_cluster_model": kafka_cluster_model,
+            "kafka_server_properties": kafka_server_properties,
+            "to_properties": to_properties,
+        }

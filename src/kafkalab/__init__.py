@@ -1,0 +1,1 @@
+"""Controller-side tooling for the Kafka lab: artifacts, lab substrate, verification helpers."""

@@ -1,0 +1,210 @@
+"""End-to-end delivery check: produce a numbered stream, read it back, and account for every message.
+
+Shared by the molecule scenarios (KRaft and ZooKeeper), `make lab` and the failover tests, so every
+place that claims "nothing was lost" counts the same way: the set of acknowledged (partition, offset,
+sequence) triples is compared with what a separate consumer read, per partition and in order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient
+
+
+@dataclass(frozen=True, order=True)
+class Record:
+    """One message as the producer saw it acknowledged, or as a consumer read it."""
+
+    partition: int
+    offset: int
+    key: str
+    seq: int
+
+
+@dataclass
+class DeliveryReport:
+    """What happened to an acknowledged stream: the numbers a test asserts and a person reads."""
+
+    acked: int
+    consumed: int
+    lost: list[int] = field(default_factory=list)
+    duplicated: list[int] = field(default_factory=list)
+    unacked_extra: list[int] = field(default_factory=list)
+    out_of_order_partitions: list[int] = field(default_factory=list)
+    moved: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.out_of_order_partitions or self.moved)
+
+    def summary(self) -> str:
+        return (
+            f"acked={self.acked} consumed={self.consumed} lost={len(self.lost)} "
+            f"duplicated={len(self.duplicated)} out_of_order_partitions={self.out_of_order_partitions} "
+            f"moved={len(self.moved)} unacked_extra={len(self.unacked_extra)}"
+        )
+
+
+def compare(acked: Iterable[Record], consumed: Iterable[Record]) -> DeliveryReport:
+    """Account for every acknowledged record in what was consumed.
+
+    lost: acknowledged sequence numbers never consumed. duplicated: sequence numbers consumed more than
+    once. moved: consumed at another partition/offset than acknowledged. out_of_order: partitions whose
+    consumed order differs from the acknowledged offset order. unacked_extra: consumed but never
+    acknowledged (legal with retries whose ack was lost; reported, not a failure).
+    """
+    acked = sorted(acked)
+    consumed = list(consumed)
+    by_seq = {r.seq: r for r in acked}
+    counts = Counter(r.seq for r in consumed)
+    seen = set(counts)
+    report = DeliveryReport(acked=len(acked), consumed=len(consumed))
+    report.lost = sorted(s for s in by_seq if s not in seen)
+    report.duplicated = sorted(s for s, n in counts.items() if n > 1)
+    report.unacked_extra = sorted(s for s in seen if s not in by_seq)
+    report.moved = sorted(
+        {
+            r.seq
+            for r in consumed
+            if r.seq in by_seq and (by_seq[r.seq].partition, by_seq[r.seq].offset) != (r.partition, r.offset)
+        }
+    )
+    acked_order: dict[int, list[int]] = defaultdict(list)
+    for r in acked:  # sorted by (partition, offset)
+        acked_order[r.partition].append(r.seq)
+    consumed_order: dict[int, list[int]] = defaultdict(list)
+    for r in consumed:
+        if r.seq in by_seq:
+            consumed_order[r.partition].append(r.seq)
+    report.out_of_order_partitions = sorted(
+        p for p, seqs in consumed_order.items() if _dedupe(seqs) != [s for s in acked_order.get(p, []) if s in seen]
+    )
+    return report
+
+
+def _dedupe(seqs: list[int]) -> list[int]:
+    out: list[int] = []
+    last: set[int] = set()
+    for s in seqs:
+        if s not in last:
+            out.append(s)
+            last.add(s)
+    return out
+
+
+def encode(run_id: str, seq: int) -> bytes:
+    return json.dumps({"run": run_id, "seq": seq, "ts_ms": int(time.time() * 1000)}).encode()
+
+
+def decode(value: bytes | None) -> dict[str, Any] | None:
+    try:
+        data = json.loads(value or b"")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, replication: int, configs: dict[str, str] | None = None
+) -> None:
+    """Create a topic (no-op if it exists with that name) and wait until every partition has a leader."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
+    try:
+        if topic not in admin.list_topics():
+            admin.create_topics(
+                {topic: {"num_partitions": partitions, "replication_factor": replication, "configs": configs or {}}}
+            )
+        admin.wait_for_topics([topic], timeout_ms=60_000)
+    finally:
+        admin.close()
+
+
+def produce_numbered(
+    bootstrap: str, topic: str, count: int, run_id: str | None = None, keys: int = 64, **producer_config: Any
+) -> tuple[str, list[Record], list[int]]:
+    """Produce `count` keyed, numbered messages with acks=all and idempotence.
+
+    Returns (run_id, acknowledged records, sequence numbers whose send failed).
+    """
+    run_id = run_id or uuid.uuid4().hex
+    config: dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "acks": "all",
+        "enable_idempotence": True,
+        "linger_ms": 5,
+        "retries": 2**31 - 1,
+        "request_timeout_ms": 30_000,
+        "delivery_timeout_ms": 120_000,
+        "max_in_flight_requests_per_connection": 5,
+        "client_id": "kafkalab-e2e-producer",
+        **producer_config,
+    }
+    producer = KafkaProducer(**config)
+    acked: list[Record] = []
+    failed: list[int] = []
+    try:
+        futures = [
+            (seq, key, producer.send(topic, key=key.encode(), value=encode(run_id, seq)))
+            for seq in range(count)
+            for key in [f"key-{seq % keys}"]
+        ]
+        producer.flush(timeout=180)
+        for seq, key, future in futures:
+            try:
+                md = future.get(timeout=60)
+            except Exception:
+                failed.append(seq)
+                continue
+            acked.append(Record(md.partition, md.offset, key, seq))
+    finally:
+        producer.close(timeout=30)
+    return run_id, acked, failed
+
+
+def consume_run(
+    bootstrap: str, topic: str, run_id: str, timeout_s: float = 120, **consumer_config: Any
+) -> list[Record]:
+    """Read the whole topic from the beginning up to the end offsets seen at start; keep this run's records."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        client_id="kafkalab-e2e-consumer",
+        **consumer_config,
+    )
+    records: list[Record] = []
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        if not partitions:
+            raise RuntimeError(f"topic {topic} has no partitions visible to the consumer")
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        end = consumer.end_offsets(partitions)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(consumer.position(tp) < end[tp] for tp in partitions):
+            for tp, batch in consumer.poll(timeout_ms=1000, max_records=5000).items():
+                for msg in batch:
+                    data = decode(msg.value)
+                    if data and data.get("run") == run_id:
+                        records.append(Record(tp.partition, msg.offset, (msg.key or b"").decode(), int(data["seq"])))
+    finally:
+        consumer.close()
+    return records
+
+
+def round_trip(bootstrap: str, topic: str, count: int, consumer_bootstrap: str | None = None) -> DeliveryReport:
+    """Produce `count` messages through `bootstrap`, read them back (optionally through another address)."""
+    run_id, acked, failed = produce_numbered(bootstrap, topic, count)
+    if failed:
+        raise AssertionError(f"{len(failed)} of {count} sends were not acknowledged (first: {failed[:5]})")
+    consumed = consume_run(consumer_bootstrap or bootstrap, topic, run_id)
+    return compare(acked, consumed)

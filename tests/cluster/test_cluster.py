@@ -1,0 +1,60 @@
+"""Cluster-wide checks from the controller, through the advertised listeners, with kafka-python."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from conftest import Cluster, node, read_properties
+from kafka.admin import KafkaAdminClient
+
+from kafkalab import e2e
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: Cluster) -> KafkaAdminClient:
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-verify")
+    yield client
+    client.close()
+
+
+def test_metadata_quorum_has_every_controller_as_voter_and_a_leader(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    quorum = admin.describe_metadata_quorum()
+    partition = quorum["topics"][0]["partitions"][0]
+    voters = {v["replica_id"] for v in partition["current_voters"]}
+    expected = {int(cluster.properties[c]["node.id"]) for c in cluster.controllers}
+    assert voters == expected
+    assert partition["leader_id"] in expected
+
+
+def test_admin_api_sees_every_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    described = admin.describe_cluster()
+    ids = {b["broker_id"] for b in described["brokers"]}
+    assert ids == {int(cluster.properties[b]["node.id"]) for b in cluster.brokers}
+    assert described["controller_id"] is not None
+
+
+def test_every_node_holds_the_same_cluster_id(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    on_disk = set()
+    for name, props in cluster.properties.items():
+        for log_dir in props["log.dirs"].split(","):
+            on_disk.add(read_properties(node(name), f"{log_dir}/meta.properties")["cluster.id"])
+    assert on_disk == {admin.describe_cluster()["cluster_id"]}
+
+
+def test_acked_messages_are_all_consumed_once_in_partition_order(cluster: Cluster) -> None:
+    topic = f"verify-e2e-{uuid.uuid4().hex[:8]}"
+    rf = min(3, len(cluster.brokers))
+    e2e.create_topic(cluster.bootstrap, topic, partitions=6, replication=rf)
+    # Produce through the first broker only, consume through the last: both must find the whole cluster.
+    first, last = cluster.brokers[0], cluster.brokers[-1]
+    report = e2e.round_trip(
+        cluster.broker_address(first), topic, 10_000, consumer_bootstrap=cluster.broker_address(last)
+    )
+    print(f"\n{topic}: {report.summary()}")
+    assert report.acked == 10_000
+    assert report.lost == []
+    assert report.duplicated == []
+    assert report.moved == []
+    assert report.out_of_order_partitions == []
+    assert report.consumed == 10_000

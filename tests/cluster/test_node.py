@@ -1,0 +1,70 @@
+"""Per-node checks: Java, the Kafka service, its ports, its own configuration and storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import group, read_properties, runner
+
+testinfra_hosts = group("kafka")
+
+
+@pytest.fixture
+def props(host: Any) -> dict[str, str]:
+    return read_properties(host, "/etc/kafka/server.properties")
+
+
+@pytest.fixture
+def hostvars(host: Any) -> dict[str, Any]:
+    return dict(runner().get_variables(host.backend.get_hostname()))
+
+
+def test_java_runtime_is_installed(host: Any) -> None:
+    result = host.run("java -version")
+    assert result.rc == 0
+    assert 'version "17' in result.stderr or 'version "21' in result.stderr
+
+
+def test_kafka_service_is_enabled_and_running(host: Any) -> None:
+    service = host.service("kafka")
+    assert service.is_enabled
+    assert service.is_running
+
+
+def test_kafka_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
+    proc = host.process.get(user="kafka", comm="java")
+    assert "kafka.Kafka" in proc.args
+    assert "-Xmx" in proc.args
+
+
+def test_kafka_listens_on_its_ports(host: Any, props: dict[str, str]) -> None:
+    for listener in props["listeners"].split(","):
+        port = listener.rsplit(":", 1)[1]
+        assert host.socket(f"tcp://0.0.0.0:{port}").is_listening, listener
+
+
+def test_properties_hold_this_nodes_id_and_address(host: Any, props: dict[str, str], hostvars: dict[str, Any]) -> None:
+    assert props["node.id"] == str(hostvars["kafka_node_id"])
+    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+    if "broker" in props["process.roles"]:
+        assert f"//{address}:" in props["advertised.listeners"]
+    assert f"{hostvars['kafka_node_id']}@{address}:" in props["controller.quorum.voters"]
+
+
+def test_storage_is_formatted_for_this_node(host: Any, props: dict[str, str]) -> None:
+    for log_dir in props["log.dirs"].split(","):
+        meta = read_properties(host, f"{log_dir}/meta.properties")
+        assert meta["node.id"] == props["node.id"]
+        assert len(meta["cluster.id"]) == 22
+
+
+def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str]) -> None:
+    if "broker" in props["process.roles"]:
+        listener = props["inter.broker.listener.name"]
+        address = next(i.split("://")[1] for i in props["advertised.listeners"].split(",") if i.startswith(listener))
+        result = host.run(f"kafka-broker-api-versions --bootstrap-server {address}")
+    else:
+        port = props["listeners"].rsplit(":", 1)[1]
+        result = host.run(f"kafka-metadata-quorum --bootstrap-controller 127.0.0.1:{port} describe --status")
+    assert result.rc == 0, result.stderr

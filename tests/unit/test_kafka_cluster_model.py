@@ -1,0 +1,197 @@
+"""The cluster model behind every server.properties: roles, quorum, listeners, replication, bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka_cluster import kafka_cluster_model, kafka_server_properties, to_properties
+
+SETTINGS: dict[str, Any] = {
+    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
+    "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
+    "inter_broker_listener_name": "INTERNAL",
+    "default_replication_factor": 3,
+    "min_insync_replicas": 2,
+    "num_partitions": 3,
+    "data_dirs": ["/var/lib/kafka/data"],
+}
+
+
+def inventory(n: int) -> dict[str, dict[str, Any]]:
+    return {f"k{i}": {"kafka_node_id": i, "ansible_host": f"10.0.0.{10 + i}"} for i in range(1, n + 1)}
+
+
+def settings(**changes: Any) -> dict[str, Any]:
+    return {**SETTINGS, **changes}
+
+
+def props_for(
+    hostvars: dict[str, Any], controllers: list[str], brokers: list[str], **changes: Any
+) -> dict[str, dict[str, str]]:
+    s = settings(**changes)
+    model = kafka_cluster_model(hostvars, controllers, brokers, s)
+    assert model["problems"] == []
+    return {h: kafka_server_properties(model, h, s) for h in model["nodes"]}
+
+
+def test_single_node_runs_combined_with_replication_of_one() -> None:
+    props = props_for(inventory(1), ["k1"], ["k1"], default_replication_factor=1, min_insync_replicas=1)["k1"]
+    assert props["process.roles"] == "broker,controller"
+    assert props["node.id"] == "1"
+    assert props["controller.quorum.voters"] == "1@10.0.0.11:9093"
+    assert props["listeners"] == "INTERNAL://:9092,CONTROLLER://:9093"
+    assert props["advertised.listeners"] == "INTERNAL://10.0.0.11:9092"
+    assert props["default.replication.factor"] == "1"
+    assert props["min.insync.replicas"] == "1"
+
+
+@pytest.mark.parametrize(
+    "host,node_id,address", [("k1", "1", "10.0.0.11"), ("k2", "2", "10.0.0.12"), ("k3", "3", "10.0.0.13")]
+)
+def test_three_combined_nodes_each_get_their_own_id_and_address(host: str, node_id: str, address: str) -> None:
+    names = ["k1", "k2", "k3"]
+    props = props_for(inventory(3), names, names)[host]
+    assert props["node.id"] == node_id
+    assert props["advertised.listeners"] == f"INTERNAL://{address}:9092"
+    assert props["controller.quorum.voters"] == "1@10.0.0.11:9093,2@10.0.0.12:9093,3@10.0.0.13:9093"
+    assert props["controller.listener.names"] == "CONTROLLER"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"
+    assert props["default.replication.factor"] == "3"
+    assert props["min.insync.replicas"] == "2"
+    assert props["offsets.topic.replication.factor"] == "3"
+    assert props["transaction.state.log.replication.factor"] == "3"
+    assert props["transaction.state.log.min.isr"] == "2"
+    assert props["unclean.leader.election.enable"] == "false"
+
+
+def test_five_combined_nodes_vote_in_one_quorum_of_five() -> None:
+    names = [f"k{i}" for i in range(1, 6)]
+    props = props_for(inventory(5), names, names)
+    voters = {p["controller.quorum.voters"] for p in props.values()}
+    assert voters == {",".join(f"{i}@10.0.0.{10 + i}:9093" for i in range(1, 6))}
+    assert {p["node.id"] for p in props.values()} == {"1", "2", "3", "4", "5"}
+
+
+def test_dedicated_controllers_open_only_the_controller_listener_and_advertise_nothing() -> None:
+    hv = inventory(5)
+    props = props_for(hv, ["k1", "k2", "k3"], ["k4", "k5"], default_replication_factor=2, min_insync_replicas=1)
+    controller = props["k1"]
+    assert controller["process.roles"] == "controller"
+    assert controller["listeners"] == "CONTROLLER://:9093"
+    assert "advertised.listeners" not in controller
+    assert "inter.broker.listener.name" not in controller
+    broker = props["k4"]
+    assert broker["process.roles"] == "broker"
+    assert broker["listeners"] == "INTERNAL://:9092"
+    assert broker["advertised.listeners"] == "INTERNAL://10.0.0.14:9092"
+    # A dedicated broker still needs to know how to reach the quorum.
+    assert broker["controller.quorum.voters"] == "1@10.0.0.11:9093,2@10.0.0.12:9093,3@10.0.0.13:9093"
+    assert broker["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"
+
+
+def test_advertised_host_overrides_inventory_address() -> None:
+    hv = inventory(1)
+    hv["k1"]["kafka_advertised_host"] = "kafka1.example.net"
+    props = props_for(hv, ["k1"], ["k1"], default_replication_factor=1, min_insync_replicas=1)["k1"]
+    assert props["advertised.listeners"] == "INTERNAL://kafka1.example.net:9092"
+    assert props["controller.quorum.voters"] == "1@kafka1.example.net:9093"
+
+
+def test_bootstrap_servers_list_every_broker() -> None:
+    names = ["k1", "k2", "k3"]
+    model = kafka_cluster_model(inventory(3), names, names, SETTINGS)
+    assert model["bootstrap_servers"] == "10.0.0.11:9092,10.0.0.12:9092,10.0.0.13:9092"
+    assert model["controller_bootstrap"] == "10.0.0.11:9093,10.0.0.12:9093,10.0.0.13:9093"
+
+
+def test_properties_text_is_sorted_and_java_readable() -> None:
+    text = to_properties({"b": "2", "a": True, "c": "x\\y"})
+    assert text == "a=true\nb=2\nc=x\\\\y\n"
+
+
+def problems(hostvars: dict[str, Any], controllers: list[str], brokers: list[str], **changes: Any) -> list[str]:
+    return list(kafka_cluster_model(hostvars, controllers, brokers, settings(**changes))["problems"])
+
+
+def test_duplicate_node_ids_are_refused_naming_both_hosts() -> None:
+    hv = inventory(3)
+    hv["k3"]["kafka_node_id"] = 1
+    found = problems(hv, ["k1", "k2", "k3"], ["k1", "k2", "k3"])
+    assert any("k3" in p and "kafka_node_id 1" in p and "k1" in p for p in found), found
+
+
+def test_missing_node_id_is_refused() -> None:
+    hv = inventory(3)
+    del hv["k2"]["kafka_node_id"]
+    assert any(
+        p.startswith("k2: kafka_node_id is not set") for p in problems(hv, ["k1", "k2", "k3"], ["k1", "k2", "k3"])
+    )
+
+
+@pytest.mark.parametrize("controllers", [["k1", "k2"], ["k1", "k2", "k3", "k4"]])
+def test_even_controller_quorum_is_refused(controllers: list[str]) -> None:
+    found = problems(inventory(4), controllers, ["k1", "k2", "k3", "k4"])
+    assert any("must be odd" in p for p in found), found
+
+
+def test_empty_controller_quorum_is_refused() -> None:
+    assert any("controller group is empty" in p for p in problems(inventory(3), [], ["k1", "k2", "k3"]))
+
+
+def test_missing_address_is_refused_naming_the_host() -> None:
+    hv = inventory(3)
+    del hv["k2"]["ansible_host"]
+    found = problems(hv, ["k1", "k2", "k3"], ["k1", "k2", "k3"])
+    assert any(p.startswith("k2:") and "ansible_host" in p for p in found), found
+
+
+def test_replication_factor_above_broker_count_is_refused() -> None:
+    found = problems(inventory(1), ["k1"], ["k1"], default_replication_factor=3, min_insync_replicas=2)
+    assert any("kafka_default_replication_factor 3 is larger than the number of brokers (1)" in p for p in found), found
+
+
+def test_min_insync_above_replication_factor_is_refused() -> None:
+    names = ["k1", "k2", "k3"]
+    found = problems(inventory(3), names, names, default_replication_factor=2, min_insync_replicas=3)
+    assert any("kafka_min_insync_replicas 3" in p for p in found), found
+
+
+def test_two_listeners_on_one_port_are_refused() -> None:
+    names = ["k1"]
+    found = problems(
+        inventory(1),
+        names,
+        names,
+        listeners=[{"name": "INTERNAL", "port": 9092}, {"name": "EXTERNAL", "port": 9093}],
+        default_replication_factor=1,
+        min_insync_replicas=1,
+    )
+    assert any("k1: listeners EXTERNAL and CONTROLLER both use port 9093" in p for p in found), found
+
+
+def test_override_of_an_undefined_listener_is_refused() -> None:
+    hv = inventory(1)
+    hv["k1"]["kafka_listener_overrides"] = {"EXTERNAL": {"advertised_port": 19092}}
+    found = problems(hv, ["k1"], ["k1"], default_replication_factor=1, min_insync_replicas=1)
+    assert any("k1: kafka_listener_overrides names listener 'EXTERNAL'" in p for p in found), found
+
+
+def test_undefined_inter_broker_listener_is_refused() -> None:
+    found = problems(
+        inventory(1),
+        ["k1"],
+        ["k1"],
+        inter_broker_listener_name="REPLICATION",
+        default_replication_factor=1,
+        min_insync_replicas=1,
+    )
+    assert any("kafka_inter_broker_listener_name 'REPLICATION'" in p for p in found), found
+
+
+def test_fully_qualified_inventory_name_serves_as_address() -> None:
+    hv = {"kafka1.example.net": {"kafka_node_id": 1}}
+    model = kafka_cluster_model(hv, list(hv), list(hv), settings(default_replication_factor=1, min_insync_replicas=1))
+    assert model["problems"] == []
+    assert model["nodes"]["kafka1.example.net"]["address"] == "kafka1.example.net"

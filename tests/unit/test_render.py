@@ -1,0 +1,149 @@
+"""server.properties rendered by the kafka role itself (real preflight, real template), no containers.
+
+Each case writes an inventory, runs tests/render/render.yml with ansible-playbook on the controller,
+and reads back the properties files, or checks that bad input stops the run naming host and variable.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK = ROOT / "tests" / "render" / "render.yml"
+
+
+def write_inventory(
+    tmp: Path,
+    hosts: dict[str, dict[str, Any]],
+    controllers: list[str],
+    brokers: list[str],
+    group_vars: dict[str, Any] | None = None,
+) -> Path:
+    inv = {
+        "all": {
+            "vars": {"kafka_archive_source": "url", **(group_vars or {})},
+            "hosts": hosts,
+            "children": {
+                "kafka": {
+                    "children": {
+                        "kafka_controller": {"hosts": {h: None for h in controllers}},
+                        "kafka_broker": {"hosts": {h: None for h in brokers}},
+                    }
+                }
+            },
+        }
+    }
+    path = tmp / "hosts.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return path
+
+
+def run_render(tmp: Path, inventory: Path) -> subprocess.CompletedProcess[str]:
+    out = tmp / "out"
+    out.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        "ANSIBLE_FACT_CACHING": "memory",
+    }
+    bindir = Path(sys.executable).parent
+    return subprocess.run(
+        [str(bindir / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK), "-e", f"render_out={out}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    props = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            props[key] = value
+    return props
+
+
+def hosts(n: int) -> dict[str, dict[str, Any]]:
+    return {f"kafka{i}": {"ansible_host": f"192.0.2.{10 + i}", "kafka_node_id": i} for i in range(1, n + 1)}
+
+
+@pytest.mark.parametrize(
+    "n,controllers,rf,min_isr",
+    [(1, 1, "1", "1"), (3, 3, "3", "2"), (5, 5, "3", "2"), (5, 3, "2", "2")],
+    ids=["1-node-combined", "3-node-combined", "5-node-combined", "5-node-3-dedicated-controllers"],
+)
+def test_role_renders_each_node_from_the_inventory(
+    tmp_path: Path, n: int, controllers: int, rf: str, min_isr: str
+) -> None:
+    names = [f"kafka{i}" for i in range(1, n + 1)]
+    ctrl = names[:controllers]
+    brokers = names if controllers == n else names[controllers:]
+    result = run_render(tmp_path, write_inventory(tmp_path, hosts(n), ctrl, brokers))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    voters = ",".join(f"{i}@192.0.2.{10 + i}:9093" for i in range(1, controllers + 1))
+    for i, name in enumerate(names, start=1):
+        props = read_properties(tmp_path / "out" / f"{name}.properties")
+        assert props["node.id"] == str(i)
+        assert props["controller.quorum.voters"] == voters
+        assert props["log.dirs"] == "/var/lib/kafka/data"
+        if name in brokers:
+            assert props["advertised.listeners"] == f"INTERNAL://192.0.2.{10 + i}:9092"
+            assert props["default.replication.factor"] == rf
+            assert props["min.insync.replicas"] == min_isr
+        expected_roles = ",".join(r for r, grp in (("broker", brokers), ("controller", ctrl)) if name in grp)
+        assert props["process.roles"] == expected_roles
+
+
+def test_custom_properties_merge_group_then_host(tmp_path: Path) -> None:
+    hv = hosts(3)
+    hv["kafka2"]["kafka_host_custom_properties"] = {"log.retention.hours": 24}
+    inv = write_inventory(
+        tmp_path, hv, list(hv), list(hv), {"kafka_custom_properties": {"log.retention.hours": 72, "num.io.threads": 16}}
+    )
+    result = run_render(tmp_path, inv)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert read_properties(tmp_path / "out" / "kafka1.properties")["log.retention.hours"] == "72"
+    p2 = read_properties(tmp_path / "out" / "kafka2.properties")
+    assert p2["log.retention.hours"] == "24"
+    assert p2["num.io.threads"] == "16"
+
+
+@pytest.mark.parametrize(
+    "case,expected",
+    [
+        ("duplicate-id", "kafka3: kafka_node_id 1 is already used by kafka1"),
+        ("even-quorum", "must be odd"),
+        ("missing-address", "kafka2: no address"),
+        ("bad-sha512", "kafka_archive_sha512"),
+    ],
+)
+def test_bad_inventory_stops_before_any_host_naming_host_and_variable(tmp_path: Path, case: str, expected: str) -> None:
+    hv = hosts(3)
+    names = list(hv)
+    controllers = names
+    group_vars: dict[str, Any] = {}
+    if case == "duplicate-id":
+        hv["kafka3"]["kafka_node_id"] = 1
+    elif case == "even-quorum":
+        controllers = names[:2]
+    elif case == "missing-address":
+        del hv["kafka2"]["ansible_host"]
+    elif case == "bad-sha512":
+        group_vars = {"kafka_archive_sha512": "not-a-checksum"}
+    result = run_render(tmp_path, write_inventory(tmp_path, hv, controllers, names, group_vars))
+    assert result.returncode != 0
+    assert expected in result.stdout, result.stdout[-3000:]
+    # The preflight play on the controller failed, so the per-host play never ran.
+    assert "Render server.properties per host" not in result.stdout
+    assert not any((tmp_path / "out").iterdir())
