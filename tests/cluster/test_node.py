@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import group, read_properties, runner
+from conftest import group, inventory_path, read_properties, runner
 
-testinfra_hosts = group("kafka")
+testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in group("kafka")]
 
 
 @pytest.fixture

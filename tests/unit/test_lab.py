@@ -1,0 +1,244 @@
+"""Unit tests for the lab substrate's pure logic (kafkalab.lab): no docker, no network, no root.
+
+They pin what the containers are started with, when the base image is rebuilt, and how the
+inventory turns into the lab's hosts and network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab import lab
+
+RECIPE = lab.Recipe(
+    suite="bookworm",
+    packages=("systemd", "python3", "openssh-server"),
+    tidy_script=b"#!/bin/sh\nset -eu\n",
+    import_changes=('CMD ["/lib/systemd/systemd"]',),
+)
+
+
+def inventory(**overrides: Any) -> dict[str, Any]:
+    """`ansible-inventory --list` output shaped like inventories/lab."""
+    common = {"lab_network_name": "kafkalab", "lab_network_subnet": "10.231.0.0/24"}
+    hostvars = {f"kafka{i}": {**common, "ansible_host": f"10.231.0.1{i}", "kafka_node_id": i} for i in (1, 2, 3)}
+    for host, values in overrides.items():
+        hostvars[host] = {**hostvars.get(host, common), **values}
+    return {
+        "_meta": {"hostvars": hostvars},
+        "all": {"children": ["ungrouped", "kafka"]},
+        "kafka": {"children": ["kafka_controller", "kafka_broker"]},
+    }
+
+
+# ------------------------------------------------------------------ docker run arguments
+
+
+def test_run_args_start_systemd_with_the_working_flag_set_and_never_privileged() -> None:
+    args = lab.docker_run_args(lab.LabHost("kafka1", "10.231.0.11"), "kafkalab", "kafkalab/debian12:latest")
+    assert args[:3] == ["docker", "run", "--detach"]
+    assert "--privileged" not in args
+    assert args[-2:] == ["kafkalab/debian12:latest", "/lib/systemd/systemd"]
+    joined = " ".join(args)
+    for flag in (
+        "--cgroupns=host",
+        "--cap-add SYS_ADMIN",
+        "--cap-add NET_ADMIN",
+        "--security-opt seccomp=unconfined",
+        "--security-opt apparmor=unconfined",
+        "--volume /sys/fs/cgroup:/sys/fs/cgroup:rw",
+        "--tmpfs /run ",
+        "--tmpfs /run/lock",
+    ):
+        assert flag in joined
+
+
+def test_run_args_pin_name_hostname_address_and_label() -> None:
+    args = lab.docker_run_args(lab.LabHost("kafka2", "10.231.0.12"), "kafkalab", "img")
+
+    def value(flag: str) -> str:
+        return args[args.index(flag) + 1]
+
+    assert value("--name") == "kafkalab-kafka2"
+    assert value("--hostname") == "kafka2"
+    assert value("--network") == "kafkalab"
+    assert value("--ip") == "10.231.0.12"
+    assert value("--network-alias") == "kafka2"
+    assert value("--label") == "kafkalab.lab=kafkalab"
+
+
+def test_container_names_do_not_collide_with_molecule_platform_names() -> None:
+    assert lab.container_name("kafkalab", "kafka1") != "kafka1"
+
+
+def test_network_is_created_with_the_fixed_subnet_and_our_label() -> None:
+    args = lab.network_create_args("kafkalab", "10.231.0.0/24")
+    assert args[-1] == "kafkalab"
+    assert args[args.index("--subnet") + 1] == "10.231.0.0/24"
+    assert args[args.index("--label") + 1] == "kafkalab.lab=kafkalab"
+
+
+# ------------------------------------------------------------------ image recipe
+
+
+def test_recipe_hash_is_stable_and_short() -> None:
+    assert lab.recipe_hash(RECIPE) == lab.recipe_hash(dataclasses.replace(RECIPE))
+    assert len(lab.recipe_hash(RECIPE)) == 12
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"suite": "trixie"},
+        {"packages": (*RECIPE.packages, "ufw")},
+        {"tidy_script": RECIPE.tidy_script + b"rm -f /etc/machine-id\n"},
+        {"import_changes": (*RECIPE.import_changes, "ENV container=docker")},
+    ],
+    ids=["suite", "packages", "tidy_script", "import_changes"],
+)
+def test_recipe_hash_changes_when_the_recipe_changes(change: dict[str, Any]) -> None:
+    assert lab.recipe_hash(dataclasses.replace(RECIPE, **change)) != lab.recipe_hash(RECIPE)
+
+
+def test_tidy_change_reuses_the_debootstrap_tree_but_a_package_change_does_not() -> None:
+    tidied = dataclasses.replace(RECIPE, tidy_script=b"echo changed\n")
+    assert lab.bootstrap_hash(tidied) == lab.bootstrap_hash(RECIPE)
+    more = dataclasses.replace(RECIPE, packages=(*RECIPE.packages, "ufw"))
+    assert lab.bootstrap_hash(more) != lab.bootstrap_hash(RECIPE)
+
+
+def test_package_order_does_not_force_a_new_debootstrap() -> None:
+    shuffled = dataclasses.replace(RECIPE, packages=tuple(reversed(RECIPE.packages)))
+    assert lab.bootstrap_hash(shuffled) == lab.bootstrap_hash(RECIPE)
+
+
+def test_package_list_ignores_comments_and_blank_lines() -> None:
+    text = "# what we need\nsystemd\n\npython3  # for ansible\n  \n"
+    assert lab.parse_package_list(text) == ("systemd", "python3")
+
+
+def test_project_recipe_has_what_ansible_and_the_roles_need() -> None:
+    root = Path(__file__).resolve().parents[2]
+    recipe = lab.load_recipe(root)
+    for package in ("systemd", "systemd-sysv", "python3", "python3-apt", "openssh-server", "sudo", "ufw"):
+        assert package in recipe.packages
+    assert 'CMD ["/lib/systemd/systemd"]' in recipe.import_changes
+
+
+def test_debootstrap_is_minbase_with_the_include_list() -> None:
+    args = lab.debootstrap_args(RECIPE, Path("/tmp/root"), "http://deb.debian.org/debian")
+    assert args == [
+        "debootstrap",
+        "--variant=minbase",
+        "--include=systemd,python3,openssh-server",
+        "bookworm",
+        "/tmp/root",
+        "http://deb.debian.org/debian",
+    ]
+
+
+def test_import_args_pass_every_change_and_read_stdin() -> None:
+    args = lab.import_args(RECIPE, "kafkalab/debian12:abc")
+    assert args == [
+        "docker",
+        "import",
+        "--change",
+        'CMD ["/lib/systemd/systemd"]',
+        "-",
+        "kafkalab/debian12:abc",
+    ]
+
+
+def test_mirrors_are_read_from_deb822_sources() -> None:
+    sources = (
+        "Types: deb\n# http://snapshot.debian.org/archive/debian/20250520T000000Z\n"
+        "URIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
+        "Types: deb\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
+    )
+    assert lab.debian_mirrors(sources) == (
+        "http://deb.debian.org/debian",
+        "http://deb.debian.org/debian-security",
+    )
+
+
+def test_mirrors_are_read_from_one_line_sources() -> None:
+    sources = "deb [arch=amd64] http://mirror.example/debian bookworm main\n"
+    assert lab.debian_mirrors(sources) == ("http://mirror.example/debian", None)
+
+
+# ------------------------------------------------------------------ inventory
+
+
+def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
+    spec = lab.parse_inventory(inventory())
+    assert spec.network == "kafkalab"
+    assert spec.subnet == "10.231.0.0/24"
+    assert spec.hosts == (
+        lab.LabHost("kafka1", "10.231.0.11"),
+        lab.LabHost("kafka2", "10.231.0.12"),
+        lab.LabHost("kafka3", "10.231.0.13"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"kafka2": {"ansible_host": None}}, "has no ansible_host"),
+        ({"kafka2": {"ansible_host": "kafka2.example"}}, "not an IP address"),
+        ({"kafka2": {"ansible_host": "10.9.9.9"}}, "not a usable address"),
+        ({"kafka2": {"ansible_host": "10.231.0.1"}}, "gateway"),
+        ({"kafka2": {"ansible_host": "10.231.0.11"}}, "share ansible_host"),
+        ({"kafka2": {"lab_network_subnet": "10.232.0.0/24"}}, "same lab_network_name"),
+        ({"kafka2": {"lab_network_name": None}}, "same lab_network_name"),
+    ],
+    ids=["no-address", "name-not-ip", "outside-subnet", "gateway", "duplicate", "two-subnets", "no-network"],
+)
+def test_inventory_errors_name_the_problem(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(lab.LabError, match=message):
+        lab.parse_inventory(inventory(**overrides))
+
+
+def test_empty_inventory_is_an_error() -> None:
+    with pytest.raises(lab.LabError, match="no hosts"):
+        lab.parse_inventory({"_meta": {"hostvars": {}}})
+
+
+# ------------------------------------------------------------------ network checks
+
+
+def test_existing_network_with_the_same_subnet_is_accepted() -> None:
+    inspect = {"IPAM": {"Config": [{"Subnet": "10.231.0.0/24", "Gateway": "10.231.0.1"}]}}
+    assert lab.subnet_mismatch("kafkalab", lab.network_subnets(inspect), "10.231.0.0/24") is None
+
+
+def test_existing_network_with_another_subnet_is_reported_with_a_fix() -> None:
+    inspect = {"IPAM": {"Config": [{"Subnet": "172.18.0.0/16"}]}}
+    problem = lab.subnet_mismatch("kafkalab", lab.network_subnets(inspect), "10.231.0.0/24")
+    assert problem is not None
+    assert "172.18.0.0/16" in problem
+    assert "10.231.0.0/24" in problem
+    assert "down" in problem
+
+
+def test_network_without_ipam_config_is_a_mismatch() -> None:
+    assert lab.subnet_mismatch("kafkalab", lab.network_subnets({"IPAM": {"Config": None}}), "10.231.0.0/24")
+
+
+def test_container_ip_prefers_the_configured_address() -> None:
+    inspect = {
+        "NetworkSettings": {"Networks": {"kafkalab": {"IPAMConfig": {"IPv4Address": "10.231.0.11"}, "IPAddress": ""}}}
+    }
+    assert lab.container_ip(inspect, "kafkalab") == "10.231.0.11"
+    assert lab.container_ip(inspect, "other") is None
+
+
+def test_ssh_probe_never_prompts_or_trusts_stale_host_keys() -> None:
+    args = lab.ssh_args(Path(".cache/lab/id_ed25519"), "10.231.0.11", "true")
+    joined = " ".join(args)
+    assert "BatchMode=yes" in joined
+    assert "UserKnownHostsFile=/dev/null" in joined
+    assert args[-2:] == ["root@10.231.0.11", "true"]
