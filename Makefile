@@ -57,6 +57,7 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
 	$(BIN)/ruff check src tests roles
+	$(BIN)/ruff format --check src tests roles
 	$(BIN)/mypy
 
 unit: venv  ## unit tests: no containers

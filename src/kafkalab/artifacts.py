@@ -276,10 +276,7 @@ def _require(data: Mapping[str, object], key: str, kind: type, where: str) -> ob
 def parse_artifact(data: object, where: str) -> Artifact:
     if not isinstance(data, dict):
         raise ArtifactError(f"{where}: each artifact must be an object, got {data!r}")
-    text = {
-        key: str(_require(data, key, str, where))
-        for key in ("group", "artifact", "version", "file", "sha512")
-    }
+    text = {key: str(_require(data, key, str, where)) for key in ("group", "artifact", "version", "file", "sha512")}
     classifier = data.get("classifier")
     if classifier is not None and (not isinstance(classifier, str) or not classifier):
         raise ArtifactError(f"{where}: 'classifier' must be a non-empty string or absent, got {classifier!r}")
@@ -290,12 +287,8 @@ def parse_artifact(data: object, where: str) -> Artifact:
         raise ArtifactError(f"{where}: file must be a plain .jar file name, got {text['file']!r}")
     expected = jar_file_name(text["artifact"], text["version"], classifier)
     if text["file"] != expected:
-        raise ArtifactError(
-            f"{where}: file {text['file']!r} does not match its coordinates (expected {expected!r})"
-        )
-    return Artifact(
-        text["group"], text["artifact"], text["version"], classifier, text["file"], text["sha512"], size
-    )
+        raise ArtifactError(f"{where}: file {text['file']!r} does not match its coordinates (expected {expected!r})")
+    return Artifact(text["group"], text["artifact"], text["version"], classifier, text["file"], text["sha512"], size)
 
 
 def parse_lock(data: object, source: str = "lock") -> Lock:
@@ -304,9 +297,7 @@ def parse_lock(data: object, source: str = "lock") -> Lock:
         raise ArtifactError(f"{source}: top level must be a JSON object")
     schema = data.get("schema")
     if schema != LOCK_SCHEMA:
-        raise ArtifactError(
-            f"{source}: unsupported lock schema {schema!r} (this tool reads schema {LOCK_SCHEMA})"
-        )
+        raise ArtifactError(f"{source}: unsupported lock schema {schema!r} (this tool reads schema {LOCK_SCHEMA})")
     kafka_version = str(_require(data, "kafka_version", str, source))
     scala_version = str(_require(data, "scala_version", str, source))
     logging = str(_require(data, "logging", str, source))
@@ -327,9 +318,7 @@ def parse_lock(data: object, source: str = "lock") -> Lock:
     assert isinstance(raw_artifacts, list)
     if not raw_artifacts:
         raise ArtifactError(f"{source}: artifacts is empty")
-    artifacts = tuple(
-        parse_artifact(item, f"{source}: artifacts[{i}]") for i, item in enumerate(raw_artifacts)
-    )
+    artifacts = tuple(parse_artifact(item, f"{source}: artifacts[{i}]") for i, item in enumerate(raw_artifacts))
     seen: dict[str, str] = {}
     for art in artifacts:
         if art.file in seen:
@@ -483,9 +472,7 @@ def plan_distribution(
         DistEntry(
             f"{top}/README.assembled",
             0o644,
-            render(
-                _template(templates, "README.assembled.in"), readme_values, "README.assembled.in"
-            ).encode(),
+            render(_template(templates, "README.assembled.in"), readme_values, "README.assembled.in").encode(),
         )
     )
     for art in lock.artifacts:
@@ -524,9 +511,7 @@ def normalize_repository(value: str) -> str:
         return value.rstrip("/")
     if parsed.scheme == "" and value:
         return Path(value).resolve().as_uri()
-    raise ArtifactError(
-        f"unsupported repository {value!r}: use an http(s):// or file:// URL, or a local directory"
-    )
+    raise ArtifactError(f"unsupported repository {value!r}: use an http(s):// or file:// URL, or a local directory")
 
 
 def resolve_repository(cli_value: str | None, environ: Mapping[str, str]) -> str:
@@ -770,12 +755,8 @@ def assemble(
     sha = sha512_file(tarball)
     sha_file = tarball.with_name(tarball.name + ".sha512")
     sha_file.write_text(sha512_line(sha, tarball.name), encoding="utf-8")
-    _stamp_path(tarball).write_text(
-        json.dumps({"inputs": fingerprint, "sha512": sha}) + "\n", encoding="utf-8"
-    )
-    return AssembleResult(
-        tarball, sha, tarball.stat().st_size, reused=False, downloaded=downloaded, cached=cached
-    )
+    _stamp_path(tarball).write_text(json.dumps({"inputs": fingerprint, "sha512": sha}) + "\n", encoding="utf-8")
+    return AssembleResult(tarball, sha, tarball.stat().st_size, reused=False, downloaded=downloaded, cached=cached)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -811,8 +792,7 @@ def relock_roots(
 
 def relock_pom(roots: Sequence[tuple[str, str, str]]) -> str:
     deps = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{v}</version></dependency>"
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
         for g, a, v in roots
     )
     return f"""<?xml version="1.0" encoding="UTF-8"?>
@@ -927,11 +907,7 @@ def has_public_static_main(classfile: bytes) -> bool:
     _, methods_start = read_members(pos)  # fields come first
     methods, _ = read_members(methods_start)
     for flags, name, descriptor in methods:
-        if (
-            utf8.get(name) == "main"
-            and utf8.get(descriptor) == "([Ljava/lang/String;)V"
-            and flags & 0x0009 == 0x0009
-        ):
+        if utf8.get(name) == "main" and utf8.get(descriptor) == "([Ljava/lang/String;)V" and flags & 0x0009 == 0x0009:
             return True
     return False
 
@@ -990,16 +966,10 @@ def relock(
             )
         if pom is not None:
             poms[artifact] = pom
-    slf4j = (
-        pom_dependency_version(poms["kafka-clients"], "org.slf4j", "slf4j-api")
-        if "kafka-clients" in poms
-        else None
-    )
+    slf4j = pom_dependency_version(poms["kafka-clients"], "org.slf4j", "slf4j-api") if "kafka-clients" in poms else None
     if slf4j is None:
         raise ArtifactError(f"cannot tell which slf4j-api Kafka {kafka_version} uses (kafka-clients pom)")
-    log4j2 = pom_dependency_version(
-        poms.get("kafka-server", "<project/>"), "org.apache.logging.log4j", "log4j-core"
-    )
+    log4j2 = pom_dependency_version(poms.get("kafka-server", "<project/>"), "org.apache.logging.log4j", "log4j-core")
     roots = relock_roots(kafka_version, scala_version, slf4j, log4j2)
     log(f"resolving runtime closure of: {', '.join(':'.join(r) for r in roots)}")
 
@@ -1109,9 +1079,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if result.reused:
         _log(f"up to date: {result.tarball} (sha512 {result.sha512[:16]}…, {elapsed:.1f}s)")
     else:
-        _log(
-            f"jars: {result.downloaded} downloaded, {result.cached} from cache, all verified against the lock"
-        )
+        _log(f"jars: {result.downloaded} downloaded, {result.cached} from cache, all verified against the lock")
         _log(f"wrote {result.tarball} ({result.size / 1e6:.1f} MB) and .sha512 in {elapsed:.1f}s")
         _log(f"sha512 {result.sha512}")
     return EXIT_OK

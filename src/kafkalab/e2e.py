@@ -127,6 +127,15 @@ def create_topic(
         admin.close()
 
 
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Delete a topic this suite created (never used on user topics)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
+    try:
+        admin.delete_topics([topic])
+    finally:
+        admin.close()
+
+
 def produce_numbered(
     bootstrap: str, topic: str, count: int, run_id: str | None = None, keys: int = 64, **producer_config: Any
 ) -> tuple[str, list[Record], list[int]]:

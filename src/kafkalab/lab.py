@@ -306,8 +306,7 @@ def run(
     if check and proc.returncode != 0:
         detail = (proc.stderr or b"").decode(errors="replace").strip()
         raise LabError(
-            f"{what or 'command'} failed (exit {proc.returncode}): {' '.join(cmd)}"
-            + (f"\n{detail}" if detail else "")
+            f"{what or 'command'} failed (exit {proc.returncode}): {' '.join(cmd)}" + (f"\n{detail}" if detail else "")
         )
     return proc
 
@@ -497,9 +496,7 @@ def cmd_image(force: bool = False) -> str:
             "KAFKALAB_SECURITY_MIRROR": security or "",
         }
         say("tidying the tree for containers (images/debian12/tidy.sh)")
-        tidy = subprocess.run(
-            ["sh", str(root / IMAGE_DIR / "tidy.sh"), str(rootfs)], env=env, capture_output=True
-        )
+        tidy = subprocess.run(["sh", str(root / IMAGE_DIR / "tidy.sh"), str(rootfs)], env=env, capture_output=True)
         if tidy.returncode != 0:
             raise LabError(f"images/debian12/tidy.sh failed:\n{tidy.stderr.decode(errors='replace')}")
         say(f"importing {tag}")
@@ -579,9 +576,7 @@ def ensure_container(spec: LabSpec, host: LabHost, image: str) -> None:
         raise LabError(f"a container named {name} exists but the lab did not create it: remove or rename it")
     ip = container_ip(existing, spec.network)
     if ip != host.ip:
-        raise LabError(
-            f"{name} runs at {ip}, the inventory says {host.ip}: `python -m kafkalab.lab down` then `up`"
-        )
+        raise LabError(f"{name} runs at {ip}, the inventory says {host.ip}: `python -m kafkalab.lab down` then `up`")
     if existing.get("Image") != image_id(image):
         say(f"note: {name} runs an older base image; `down` then `up` to refresh it")
     if not (existing.get("State") or {}).get("Running"):

@@ -18,10 +18,16 @@ from testinfra.utils.ansible_runner import AnsibleRunner
 
 
 def inventory_path() -> str:
-    path = os.environ.get("MOLECULE_INVENTORY_FILE") or os.environ.get("KAFKALAB_INVENTORY")
-    if not path:
-        raise RuntimeError("set KAFKALAB_INVENTORY (or run under molecule) to point the suite at a cluster")
-    return path
+    """The inventory to test: KAFKALAB_INVENTORY, or molecule's whole inventory directory.
+
+    Under molecule, MOLECULE_INVENTORY_FILE names only the generated file; the directory around it
+    also holds the linked group_vars, host_vars and the extra `hosts` source that nests groups.
+    """
+    if os.environ.get("KAFKALAB_INVENTORY"):
+        return os.environ["KAFKALAB_INVENTORY"]
+    if os.environ.get("MOLECULE_INVENTORY_FILE"):
+        return os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    raise RuntimeError("set KAFKALAB_INVENTORY (or run under molecule) to point the suite at a cluster")
 
 
 @cache
@@ -30,7 +36,11 @@ def runner() -> AnsibleRunner:
 
 
 def group(name: str) -> list[str]:
-    return list(runner().get_hosts(name))
+    """Hosts of an inventory group; an empty group is an error, never a silently skipped test."""
+    hosts = list(runner().get_hosts(name))
+    if not hosts:
+        raise RuntimeError(f"inventory {inventory_path()} has no hosts in group {name}")
+    return hosts
 
 
 def node(name: str) -> Any:

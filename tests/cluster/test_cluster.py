@@ -48,9 +48,13 @@ def test_acked_messages_are_all_consumed_once_in_partition_order(cluster: Cluste
     e2e.create_topic(cluster.bootstrap, topic, partitions=6, replication=rf)
     # Produce through the first broker only, consume through the last: both must find the whole cluster.
     first, last = cluster.brokers[0], cluster.brokers[-1]
-    report = e2e.round_trip(
-        cluster.broker_address(first), topic, 10_000, consumer_bootstrap=cluster.broker_address(last)
-    )
+    try:
+        report = e2e.round_trip(
+            cluster.broker_address(first), topic, 10_000, consumer_bootstrap=cluster.broker_address(last)
+        )
+    finally:
+        # The suite may run against a long-lived lab: leave no test topics behind.
+        e2e.delete_topic(cluster.bootstrap, topic)
     print(f"\n{topic}: {report.summary()}")
     assert report.acked == 10_000
     assert report.lost == []
