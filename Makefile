@@ -45,7 +45,9 @@ verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=.
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v
 
 lab: lab-up lab-converge verify  ## bring up the 3-node lab cluster, provision it and verify it
-	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/summary.yml
+	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/summary.yml > .cache/lab/summary.log \
+	  || { cat .cache/lab/summary.log; exit 1; }
+	@cat .cache/lab/summary.txt
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)
