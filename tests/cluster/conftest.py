@@ -3,11 +3,17 @@
 The suite runs against whatever inventory it is given: molecule sets MOLECULE_INVENTORY_FILE, the
 lab sets KAFKALAB_INVENTORY. Addresses and ports are read from the nodes' rendered configuration,
 so the tests check what the cluster really advertises rather than what we meant it to.
+
+Mode: tests marked `kraft` or `zookeeper` only apply to one metadata mode. The mode is read from every
+node's server.properties (process.roles: KRaft; zookeeper.connect: ZooKeeper) and must agree with
+the inventory's kafka_mode; a disagreement or an unreadable node is an error, never a silent skip.
+Tests of the other mode are deselected (reported as such), not skipped.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -15,6 +21,9 @@ from typing import Any
 import pytest
 import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
+
+# zk4lw (the four-letter words client the zookeeper role installs) is imported by test_zookeeper.py.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "roles", "zookeeper", "files"))
 
 
 def inventory_path() -> str:
@@ -65,10 +74,58 @@ def listener_address(props: dict[str, str], listener: str) -> str:
     raise KeyError(f"listener {listener} not in advertised.listeners={props.get('advertised.listeners')}")
 
 
+MODES = ("kraft", "zookeeper")
+# The property that holds a node's id in each mode.
+ID_PROPERTY = {"kraft": "node.id", "zookeeper": "broker.id"}
+
+
+def mode_of_properties(props: dict[str, str]) -> str:
+    """KRaft nodes have process.roles, ZooKeeper-mode brokers zookeeper.connect; never both."""
+    kraft, zookeeper = "process.roles" in props, "zookeeper.connect" in props
+    if kraft == zookeeper:
+        raise RuntimeError(
+            f"server.properties has {'both' if kraft else 'neither'} process.roles and zookeeper.connect"
+        )
+    return "kraft" if kraft else "zookeeper"
+
+
+@cache
+def cluster_mode() -> str:
+    """The mode every Kafka node runs in, checked against the inventory's kafka_mode (default kraft)."""
+    found = {
+        name: mode_of_properties(read_properties(node(name), "/etc/kafka/server.properties")) for name in group("kafka")
+    }
+    wanted = {name: str(runner().get_variables(name).get("kafka_mode", "kraft")) for name in found}
+    if set(found.values()) | set(wanted.values()) != {next(iter(found.values()))}:
+        raise RuntimeError(f"nodes run in modes {found} but the inventory asks for {wanted}")
+    return next(iter(found.values()))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for mode in MODES:
+        config.addinivalue_line("markers", f"{mode}: applies to {mode} mode only (deselected in the other mode)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker(m) for item in items for m in MODES):
+        return
+    mode = cluster_mode()
+    other = [item for item in items if any(item.get_closest_marker(m) for m in MODES if m != mode)]
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = [item for item in items if item not in other]
+
+
+@pytest.fixture(scope="session")
+def mode() -> str:
+    return cluster_mode()
+
+
 @dataclass(frozen=True)
 class Cluster:
+    mode: str
     brokers: list[str]
-    controllers: list[str]
+    controllers: list[str]  # KRaft controllers; none in ZooKeeper mode
     properties: dict[str, dict[str, str]]
     bootstrap: str  # every broker's inter-broker listener, as advertised
 
@@ -76,13 +133,16 @@ class Cluster:
         props = self.properties[name]
         return listener_address(props, props["inter.broker.listener.name"])
 
+    def node_id(self, name: str) -> int:
+        return int(self.properties[name][ID_PROPERTY[self.mode]])
+
 
 @pytest.fixture(scope="session")
-def cluster() -> Cluster:
+def cluster(mode: str) -> Cluster:
     brokers = group("kafka_broker")
-    controllers = group("kafka_controller")
+    controllers = group("kafka_controller") if mode == "kraft" else []
     props = {
         name: read_properties(node(name), "/etc/kafka/server.properties") for name in sorted({*brokers, *controllers})
     }
     bootstrap = ",".join(listener_address(props[b], props[b]["inter.broker.listener.name"]) for b in brokers)
-    return Cluster(brokers=brokers, controllers=controllers, properties=props, bootstrap=bootstrap)
+    return Cluster(mode=mode, brokers=brokers, controllers=controllers, properties=props, bootstrap=bootstrap)

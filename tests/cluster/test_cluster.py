@@ -18,6 +18,7 @@ def admin(cluster: Cluster) -> KafkaAdminClient:
     client.close()
 
 
+@pytest.mark.kraft
 def test_metadata_quorum_has_every_controller_as_voter_and_a_leader(cluster: Cluster, admin: KafkaAdminClient) -> None:
     quorum = admin.describe_metadata_quorum()
     partition = quorum["topics"][0]["partitions"][0]
@@ -30,8 +31,19 @@ def test_metadata_quorum_has_every_controller_as_voter_and_a_leader(cluster: Clu
 def test_admin_api_sees_every_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:
     described = admin.describe_cluster()
     ids = {b["broker_id"] for b in described["brokers"]}
-    assert ids == {int(cluster.properties[b]["node.id"]) for b in cluster.brokers}
-    assert described["controller_id"] is not None
+    assert ids == {cluster.node_id(b) for b in cluster.brokers}
+    assert described["controller_id"] in ids if cluster.mode == "zookeeper" else described["controller_id"] is not None
+
+
+@pytest.mark.zookeeper
+def test_every_broker_id_is_registered_in_zookeeper(cluster: Cluster) -> None:
+    client = node(cluster.brokers[0])
+    connect = cluster.properties[cluster.brokers[0]]["zookeeper.connect"]
+    result = client.run(f"zookeeper-shell {connect} ls /brokers/ids")
+    assert result.rc == 0, result.stderr
+    # The shell's last line lists the children: "[1, 2, 3]".
+    registered = {int(i) for i in result.stdout.strip().splitlines()[-1].strip("[]").split(",") if i.strip()}
+    assert registered == {cluster.node_id(b) for b in cluster.brokers}
 
 
 def test_every_node_holds_the_same_cluster_id(cluster: Cluster, admin: KafkaAdminClient) -> None:

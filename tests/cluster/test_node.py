@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import group, inventory_path, read_properties, runner
+from conftest import ID_PROPERTY, group, inventory_path, read_properties, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in group("kafka")]
 
@@ -44,23 +44,48 @@ def test_kafka_listens_on_its_ports(host: Any, props: dict[str, str]) -> None:
         assert host.socket(f"tcp://0.0.0.0:{port}").is_listening, listener
 
 
-def test_properties_hold_this_nodes_id_and_address(host: Any, props: dict[str, str], hostvars: dict[str, Any]) -> None:
-    assert props["node.id"] == str(hostvars["kafka_node_id"])
+def is_broker(props: dict[str, str], mode: str) -> bool:
+    return mode == "zookeeper" or "broker" in props["process.roles"]
+
+
+def test_properties_hold_this_nodes_id_and_address(
+    host: Any, props: dict[str, str], hostvars: dict[str, Any], mode: str
+) -> None:
+    assert props[ID_PROPERTY[mode]] == str(hostvars["kafka_node_id"])
     address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
-    if "broker" in props["process.roles"]:
+    if is_broker(props, mode):
         assert f"//{address}:" in props["advertised.listeners"]
+
+
+@pytest.mark.kraft
+def test_properties_list_this_node_among_the_quorum_voters(props: dict[str, str], hostvars: dict[str, Any]) -> None:
+    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
     assert f"{hostvars['kafka_node_id']}@{address}:" in props["controller.quorum.voters"]
 
 
-def test_storage_is_formatted_for_this_node(host: Any, props: dict[str, str]) -> None:
+@pytest.mark.zookeeper
+def test_properties_connect_to_every_zookeeper_server(props: dict[str, str], hostvars: dict[str, Any]) -> None:
+    servers, _, chroot = props["zookeeper.connect"].partition("/")
+    expected = set()
+    for name in group("zookeeper"):
+        zk = runner().get_variables(name)
+        address = zk.get("zookeeper_address") or zk.get("kafka_advertised_host") or zk["ansible_host"]
+        expected.add(f"{address}:{hostvars.get('zookeeper_client_port', 2181)}")
+    assert set(servers.split(",")) == expected
+    assert ("/" + chroot if chroot else "") == hostvars.get("kafka_zookeeper_chroot", "")
+    assert "process.roles" not in props and "controller.quorum.voters" not in props
+
+
+def test_storage_belongs_to_this_node(host: Any, props: dict[str, str], mode: str) -> None:
+    # KRaft: written by kafka-storage format; ZooKeeper mode: by the broker on first start.
     for log_dir in props["log.dirs"].split(","):
         meta = read_properties(host, f"{log_dir}/meta.properties")
-        assert meta["node.id"] == props["node.id"]
+        assert meta[ID_PROPERTY[mode]] == props[ID_PROPERTY[mode]]
         assert len(meta["cluster.id"]) == 22
 
 
-def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str]) -> None:
-    if "broker" in props["process.roles"]:
+def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str], mode: str) -> None:
+    if is_broker(props, mode):
         listener = props["inter.broker.listener.name"]
         address = next(i.split("://")[1] for i in props["advertised.listeners"].split(",") if i.startswith(listener))
         result = host.run(f"kafka-broker-api-versions --bootstrap-server {address}")

@@ -195,3 +195,108 @@ def test_fully_qualified_inventory_name_serves_as_address() -> None:
     model = kafka_cluster_model(hv, list(hv), list(hv), settings(default_replication_factor=1, min_insync_replicas=1))
     assert model["problems"] == []
     assert model["nodes"]["kafka1.example.net"]["address"] == "kafka1.example.net"
+
+
+# ---- ZooKeeper mode -------------------------------------------------------------------------------
+
+ZK_SETTINGS: dict[str, Any] = {
+    **SETTINGS,
+    "mode": "zookeeper",
+    "version": "3.9.2",
+    "zookeeper_client_port": 2181,
+    "zookeeper_chroot": "",
+}
+
+
+def zk_model(hostvars: dict[str, Any], brokers: list[str], zookeepers: list[str], **changes: Any) -> dict[str, Any]:
+    return kafka_cluster_model(hostvars, [], brokers, {**ZK_SETTINGS, **changes}, zookeepers)
+
+
+@pytest.mark.parametrize("chroot,suffix", [("", ""), ("/kafka", "/kafka"), ("/labs/kafka-a", "/labs/kafka-a")])
+def test_zookeeper_mode_brokers_get_broker_id_and_zookeeper_connect(chroot: str, suffix: str) -> None:
+    names = ["k1", "k2", "k3"]
+    settings_ = {**ZK_SETTINGS, "zookeeper_chroot": chroot}
+    model = kafka_cluster_model(inventory(3), [], names, settings_, names)
+    assert model["problems"] == []
+    props = kafka_server_properties(model, "k2", settings_)
+    assert props["broker.id"] == "2"
+    assert props["zookeeper.connect"] == f"10.0.0.11:2181,10.0.0.12:2181,10.0.0.13:2181{suffix}"
+    assert props["listeners"] == "INTERNAL://:9092"
+    assert props["advertised.listeners"] == "INTERNAL://10.0.0.12:9092"
+    assert props["listener.security.protocol.map"] == "INTERNAL:PLAINTEXT"
+    # The same replication defaults as in KRaft mode.
+    assert props["default.replication.factor"] == "3"
+    assert props["min.insync.replicas"] == "2"
+    assert props["transaction.state.log.min.isr"] == "2"
+    assert props["unclean.leader.election.enable"] == "false"
+    for kraft_only in ("process.roles", "node.id", "controller.quorum.voters", "controller.listener.names"):
+        assert kraft_only not in props
+    assert model["quorum_voters"] == "" and model["controller_bootstrap"] == ""
+    assert model["bootstrap_servers"] == "10.0.0.11:9092,10.0.0.12:9092,10.0.0.13:9092"
+
+
+def test_zookeeper_ensemble_may_be_other_hosts_than_the_brokers() -> None:
+    hv = {**inventory(3), "zk1": {"ansible_host": "10.0.1.1"}}
+    model = zk_model(hv, ["k1", "k2", "k3"], ["zk1"])
+    assert model["problems"] == []
+    assert model["zookeeper_connect"] == "10.0.1.1:2181"
+    assert "zk1" not in model["nodes"]
+
+
+@pytest.mark.parametrize("version", ["4.0.0", "4.3.1"])
+def test_zookeeper_mode_with_kafka_4_is_refused_saying_which_version_to_pin(version: str) -> None:
+    names = ["k1", "k2", "k3"]
+    found = zk_model(inventory(3), names, names, version=version)["problems"]
+    assert any(
+        f"kafka_version is {version}: Kafka 4 removed ZooKeeper mode" in p and "Pin kafka_version: 3.9.2" in p
+        for p in found
+    ), found
+
+
+def test_zookeeper_mode_without_an_ensemble_is_refused() -> None:
+    found = zk_model(inventory(3), ["k1", "k2", "k3"], [])["problems"]
+    assert any("the ZooKeeper group is empty or missing" in p for p in found), found
+
+
+def test_zookeeper_mode_with_kraft_controllers_is_refused() -> None:
+    names = ["k1", "k2", "k3"]
+    found = kafka_cluster_model(inventory(3), names, names, ZK_SETTINGS, names)["problems"]
+    assert any("group kafka_controller (kafka_controller_group) has hosts (k1, k2, k3)" in p for p in found), found
+
+
+def test_kraft_mode_with_zookeeper_hosts_is_refused() -> None:
+    names = ["k1", "k2", "k3"]
+    found = kafka_cluster_model(inventory(3), names, names, SETTINGS, names)["problems"]
+    assert any("the ZooKeeper group has hosts (k1, k2, k3) but kafka_mode is kraft" in p for p in found), found
+
+
+def test_duplicate_broker_ids_are_refused_naming_broker_id() -> None:
+    hv = inventory(3)
+    hv["k3"]["kafka_node_id"] = 1
+    found = zk_model(hv, ["k1", "k2", "k3"], ["k1", "k2", "k3"])["problems"]
+    assert any(p.startswith("k3: kafka_node_id 1 is already used by k1 (it becomes broker.id)") for p in found), found
+
+
+def test_broker_id_above_reserved_max_is_refused() -> None:
+    hv = inventory(1)
+    hv["k1"]["kafka_node_id"] = 1001
+    found = zk_model(hv, ["k1"], ["k1"], default_replication_factor=1, min_insync_replicas=1)["problems"]
+    assert any("kafka_node_id 1001 is above 1000" in p for p in found), found
+
+
+def test_zookeeper_host_without_address_is_refused_naming_the_host() -> None:
+    hv = {**inventory(3), "zk1": {}}
+    found = zk_model(hv, ["k1", "k2", "k3"], ["zk1"])["problems"]
+    assert any(p.startswith("zk1 (ZooKeeper): no address") for p in found), found
+
+
+@pytest.mark.parametrize("chroot", ["kafka", "/kafka/", "/", "/a//b", "/a/../b", "/a b"])
+def test_malformed_chroot_is_refused(chroot: str) -> None:
+    names = ["k1", "k2", "k3"]
+    found = zk_model(inventory(3), names, names, zookeeper_chroot=chroot)["problems"]
+    assert any(f"kafka_zookeeper_chroot '{chroot}' is not a ZooKeeper path" in p for p in found), found
+
+
+def test_unknown_mode_is_refused() -> None:
+    found = problems(inventory(1), ["k1"], ["k1"], mode="zk", default_replication_factor=1, min_insync_replicas=1)
+    assert any("kafka_mode 'zk' is not one of: kraft, zookeeper" in p for p in found), found

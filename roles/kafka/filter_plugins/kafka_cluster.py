@@ -5,6 +5,10 @@ from the inventory, and every cross-host rule (unique node ids, an odd controlle
 names and ports, replication settings) is checked here too. The preflight play fails on the
 returned `problems` before any host is touched; the role renders properties from `nodes`.
 
+Two modes (settings["mode"]): `kraft` (the default: KRaft controllers, node.id) and `zookeeper`
+(Kafka 3.x only: no controllers, broker.id, zookeeper.connect built from the ZooKeeper ensemble's
+addresses). The ensemble itself (myid, quorum size) is the zookeeper role's model to check.
+
 Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
 """
 
@@ -17,6 +21,13 @@ from typing import Any
 
 LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+MODES = ("kraft", "zookeeper")
+# A ZooKeeper path: one or more /elements, none of them `.` or `..` (ZooKeeper refuses those).
+ZOOKEEPER_CHROOT = re.compile(r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$")
+# The newest release line with ZooKeeper mode: Kafka 4.0 removed it.
+ZOOKEEPER_MODE_RELEASE = "3.9.2"
+# With broker.id.generation.enable (on by default in ZooKeeper mode) ids above this are refused.
+RESERVED_BROKER_MAX_ID = 1000
 HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
@@ -54,6 +65,21 @@ def _address(hostvars: Mapping[str, Any], host: str) -> str | None:
         return host
     except ValueError:
         return host if "." in host and HOSTNAME.match(host) else None
+
+
+def _zookeeper_address(hostvars: Mapping[str, Any], host: str) -> str | None:
+    """The address brokers use for a ZooKeeper server: zookeeper_address, else the host's address.
+
+    The zookeeper role's model applies the same rule, so zookeeper.connect names the addresses the
+    ensemble's zoo.cfg uses (tests/unit check both agree).
+    """
+    explicit = _get(hostvars, host, "zookeeper_address")
+    return str(explicit) if explicit else _address(hostvars, host)
+
+
+def _major(version: Any) -> int | None:
+    head = str(version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 def _as_int(value: Any) -> int | None:
@@ -106,12 +132,13 @@ def _host_listeners(
 
 def _check_listener_definitions(
     listeners: list[Mapping[str, Any]],
-    controller_listener: Mapping[str, Any],
+    controller_listener: Mapping[str, Any] | None,
     inter_broker_name: str,
     problems: list[str],
 ) -> None:
+    """controller_listener is None in ZooKeeper mode, where no node opens it."""
     names = [str(item.get("name")) for item in listeners]
-    for item in [*listeners, controller_listener]:
+    for item in [*listeners, *([controller_listener] if controller_listener is not None else [])]:
         name = str(item.get("name"))
         if not LISTENER_NAME.match(name):
             problems.append(
@@ -130,7 +157,7 @@ def _check_listener_definitions(
         problems.append(
             f"kafka_listeners defines {', '.join(duplicates)} more than once: listener names must be unique."
         )
-    if str(controller_listener.get("name")) in names:
+    if controller_listener is not None and str(controller_listener.get("name")) in names:
         problems.append(
             f"kafka_controller_listener.name '{controller_listener.get('name')}' is also in kafka_listeners: "
             "the controller listener must be its own listener, never advertised to clients."
@@ -142,28 +169,99 @@ def _check_listener_definitions(
         )
 
 
+def _check_zookeeper_mode(
+    hostvars: Mapping[str, Any],
+    controllers: list[str],
+    zookeepers: list[str],
+    settings: Mapping[str, Any],
+    problems: list[str],
+) -> str:
+    """The ZooKeeper-mode rules that involve Kafka; returns zookeeper.connect."""
+    version = str(settings.get("version") or "")
+    major = _major(version)
+    if major is not None and major >= 4:
+        problems.append(
+            f"kafka_mode is zookeeper but kafka_version is {version}: Kafka 4 removed ZooKeeper mode (it runs "
+            f"KRaft only). Pin kafka_version: {ZOOKEEPER_MODE_RELEASE} (the newest 3.9.x) for ZooKeeper mode, "
+            "or set kafka_mode: kraft."
+        )
+    if controllers:
+        problems.append(
+            f"kafka_mode is zookeeper but group kafka_controller (kafka_controller_group) has hosts "
+            f"({', '.join(controllers)}): ZooKeeper-mode brokers have no KRaft controllers. Remove them from "
+            "the group, or set kafka_mode: kraft."
+        )
+    if not zookeepers:
+        problems.append(
+            "kafka_mode is zookeeper but the ZooKeeper group is empty or missing: put 1, 3 or 5 hosts in group "
+            "zookeeper (kafka_zookeeper_group)."
+        )
+    port = _as_int(settings.get("zookeeper_client_port"))
+    if port is None or not 0 < port < 65536:
+        problems.append(
+            f"kafka_zookeeper_client_port '{settings.get('zookeeper_client_port')}' is not a TCP port number."
+        )
+    chroot = str(settings.get("zookeeper_chroot") or "")
+    if chroot and not ZOOKEEPER_CHROOT.match(chroot):
+        problems.append(
+            f"kafka_zookeeper_chroot '{chroot}' is not a ZooKeeper path: it must start with /, not end with /, "
+            "and use only letters, digits, _ . - between slashes (e.g. /kafka), or be empty."
+        )
+    servers = []
+    for host in zookeepers:
+        address = _zookeeper_address(hostvars, host)
+        if not address:
+            problems.append(
+                f"{host} (ZooKeeper): no address: set ansible_host (or zookeeper_address) for this host in the "
+                "inventory, or name the host by its fully qualified DNS name."
+            )
+        elif not _valid_address(address):
+            problems.append(f"{host} (ZooKeeper): address '{address}' is not a valid host name or IP.")
+        else:
+            servers.append(f"{address}:{port}")
+    return ",".join(servers) + chroot
+
+
 def kafka_cluster_model(
     hostvars: Mapping[str, Any],
     controllers: Iterable[str],
     brokers: Iterable[str],
     settings: Mapping[str, Any],
+    zookeepers: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Build the cluster model from the inventory and list every problem found in it.
 
-    settings: listeners, controller_listener, inter_broker_listener_name, default_replication_factor,
-    min_insync_replicas, data_dirs (the role's variables, passed in so this stays pure).
-    Returns {"nodes": {host: node}, "quorum_voters": str, "controller_bootstrap": str,
-    "bootstrap_servers": str, "problems": [str]}.
+    settings: mode, version, listeners, controller_listener, inter_broker_listener_name,
+    default_replication_factor, min_insync_replicas, data_dirs, zookeeper_client_port,
+    zookeeper_chroot (the role's variables, passed in so this stays pure).
+    zookeepers: the hosts of the ZooKeeper group (used in ZooKeeper mode; must be empty in KRaft mode).
+    Returns {"mode": str, "nodes": {host: node}, "quorum_voters": str, "controller_bootstrap": str,
+    "bootstrap_servers": str, "zookeeper_connect": str, "problems": [str]}.
     """
     controllers = list(controllers)
     brokers = list(brokers)
+    zookeepers = list(zookeepers)
     problems: list[str] = []
+    mode = str(settings.get("mode") or "kraft")
+    zookeeper_mode = mode == "zookeeper"
+    if mode not in MODES:
+        problems.append(f"kafka_mode '{mode}' is not one of: {', '.join(MODES)}.")
     listeners = list(settings.get("listeners") or [])
     controller_listener = dict(settings.get("controller_listener") or {})
     inter_broker_name = str(settings.get("inter_broker_listener_name") or "")
-    _check_listener_definitions(listeners, controller_listener, inter_broker_name, problems)
+    _check_listener_definitions(listeners, None if zookeeper_mode else controller_listener, inter_broker_name, problems)
 
-    if not controllers:
+    zookeeper_connect = ""
+    if zookeeper_mode:
+        zookeeper_connect = _check_zookeeper_mode(hostvars, controllers, zookeepers, settings, problems)
+        controllers = []
+    elif zookeepers:
+        problems.append(
+            f"the ZooKeeper group has hosts ({', '.join(zookeepers)}) but kafka_mode is kraft, so no broker would "
+            "use them. Set kafka_mode: zookeeper (with kafka_version 3.9.x), or empty group zookeeper "
+            "(kafka_zookeeper_group)."
+        )
+    elif not controllers:
         problems.append(
             "the KRaft controller group is empty: put 1, 3 or 5 hosts in group kafka_controller "
             "(kafka_controller_group)."
@@ -177,6 +275,8 @@ def kafka_cluster_model(
         problems.append("the broker group is empty: put at least one host in group kafka_broker (kafka_broker_group).")
 
     hosts = list(dict.fromkeys([*controllers, *brokers]))
+    # In ZooKeeper mode kafka_node_id becomes broker.id; the messages say so.
+    becomes = " (it becomes broker.id)" if zookeeper_mode else ""
     seen_ids: dict[int, str] = {}
     nodes: dict[str, dict[str, Any]] = {}
     for host in hosts:
@@ -185,14 +285,19 @@ def kafka_cluster_model(
         if raw_id is None:
             problems.append(
                 f"{host}: kafka_node_id is not set. Give every Kafka host a unique integer "
-                "kafka_node_id in the inventory."
+                f"kafka_node_id in the inventory{becomes}."
             )
         elif node_id is None:
             problems.append(f"{host}: kafka_node_id '{raw_id}' is not a non-negative integer.")
         elif node_id in seen_ids:
             problems.append(
-                f"{host}: kafka_node_id {node_id} is already used by {seen_ids[node_id]}. Node ids must be unique; "
-                f"change kafka_node_id of {host} or {seen_ids[node_id]}."
+                f"{host}: kafka_node_id {node_id} is already used by {seen_ids[node_id]}{becomes}. Node ids must "
+                f"be unique; change kafka_node_id of {host} or {seen_ids[node_id]}."
+            )
+        elif zookeeper_mode and node_id > RESERVED_BROKER_MAX_ID:
+            problems.append(
+                f"{host}: kafka_node_id {node_id} is above {RESERVED_BROKER_MAX_ID}: in ZooKeeper mode broker ids "
+                f"above reserved.broker.max.id ({RESERVED_BROKER_MAX_ID}) are refused. Use 0..{RESERVED_BROKER_MAX_ID}."
             )
         else:
             seen_ids[node_id] = host
@@ -262,10 +367,12 @@ def kafka_cluster_model(
     )
     controller_bootstrap = ",".join(f"{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes)
     return {
+        "mode": mode,
         "nodes": nodes,
         "quorum_voters": voters,
         "controller_bootstrap": controller_bootstrap,
         "bootstrap_servers": bootstrap,
+        "zookeeper_connect": zookeeper_connect,
         "problems": problems,
     }
 
@@ -273,8 +380,7 @@ def kafka_cluster_model(
 def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mapping[str, Any]) -> dict[str, str]:
     """The role's server.properties for one host (before the user's custom properties are merged)."""
     node = model["nodes"][host]
-    controller_listener = settings["controller_listener"]
-    ctrl_name = str(controller_listener["name"])
+    zookeeper_mode = model.get("mode") == "zookeeper"
     is_broker = "broker" in node["roles"]
     is_controller = "controller" in node["roles"]
 
@@ -285,20 +391,35 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
         listeners.append(f"{item['name']}://{item['bind_host']}:{item['port']}")
         advertised.append(f"{item['name']}://{item['advertised_host']}:{item['advertised_port']}")
         protocol_map[item["name"]] = item["protocol"]
-    if is_controller:
-        listeners.append(f"{ctrl_name}://{controller_listener.get('bind_host') or ''}:{controller_listener['port']}")
-    # Every node must know the controller listener's protocol, brokers included, to reach the quorum.
-    protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
 
-    props: dict[str, str] = {
-        "process.roles": ",".join(node["roles"]),
-        "node.id": str(node["node_id"]),
-        "controller.quorum.voters": str(model["quorum_voters"]),
-        "controller.listener.names": ctrl_name,
-        "listeners": ",".join(listeners),
-        "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocol_map.items())),
-        "log.dirs": ",".join(settings["data_dirs"]),
-    }
+    props: dict[str, str]
+    if zookeeper_mode:
+        # No controller listener and no process.roles: the broker finds the cluster through ZooKeeper.
+        props = {
+            "broker.id": str(node["node_id"]),
+            "zookeeper.connect": str(model["zookeeper_connect"]),
+        }
+    else:
+        controller_listener = settings["controller_listener"]
+        ctrl_name = str(controller_listener["name"])
+        if is_controller:
+            bind = controller_listener.get("bind_host") or ""
+            listeners.append(f"{ctrl_name}://{bind}:{controller_listener['port']}")
+        # Every node must know the controller listener's protocol, brokers included, to reach the quorum.
+        protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
+        props = {
+            "process.roles": ",".join(node["roles"]),
+            "node.id": str(node["node_id"]),
+            "controller.quorum.voters": str(model["quorum_voters"]),
+            "controller.listener.names": ctrl_name,
+        }
+    props.update(
+        {
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocol_map.items())),
+            "log.dirs": ",".join(settings["data_dirs"]),
+        }
+    )
     if is_broker:
         rf = str(settings["default_replication_factor"])
         min_isr = str(settings["min_insync_replicas"])
