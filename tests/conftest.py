@@ -1,4 +1,4 @@
-"""Shared pytest setup: the repository root and importable role plugins."""
+"""Shared pytest setup: the repository root and importable role plugins and module_utils."""
 
 from __future__ import annotations
 
@@ -8,3 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Role filter plugins are plain modules; tests import them directly to test the pure logic.
 sys.path.insert(0, str(ROOT / "roles" / "kafka" / "filter_plugins"))
+sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "filter_plugins"))
+# zk4lw is a script the zookeeper role installs on its hosts; the suites import its pure functions.
+sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "files"))
+sys.path.insert(0, str(ROOT / "roles" / "kafka_topics" / "module_utils"))

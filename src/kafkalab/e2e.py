@@ -8,6 +8,7 @@ sequence) triples is compared with what a separate consumer read, per partition 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -217,3 +218,77 @@ def round_trip(bootstrap: str, topic: str, count: int, consumer_bootstrap: str |
         raise AssertionError(f"{len(failed)} of {count} sends were not acknowledged (first: {failed[:5]})")
     consumed = consume_run(consumer_bootstrap or bootstrap, topic, run_id)
     return compare(acked, consumed)
+
+
+class BackgroundProducer:
+    """Produces a numbered, keyed stream (acks=all, idempotent) in a thread until stopped.
+
+    Used by the failover tests: the stream keeps flowing while a broker is killed, paused or cut off,
+    and afterwards `acked` is compared with what a consumer reads back. `ack_times` lets a test show
+    that acknowledgements kept coming during the disruption.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, rate_per_s: float = 200.0, keys: int = 64) -> None:
+        self.topic = topic
+        self.run_id = uuid.uuid4().hex
+        self._interval = 1.0 / rate_per_s
+        self._keys = keys
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.acked: list[Record] = []
+        self.ack_times: list[float] = []
+        self.failed: list[int] = []
+        self.sent = 0
+        self._producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            retries=2**31 - 1,
+            request_timeout_ms=15_000,
+            delivery_timeout_ms=180_000,
+            max_in_flight_requests_per_connection=5,
+            client_id="kafkalab-failover-producer",
+        )
+        self._thread = threading.Thread(target=self._run, name="background-producer", daemon=True)
+
+    def start(self) -> BackgroundProducer:
+        self._thread.start()
+        return self
+
+    def _on_ack(self, seq: int, key: str) -> Any:
+        def callback(md: Any) -> None:
+            with self._lock:
+                self.acked.append(Record(md.partition, md.offset, key, seq))
+                self.ack_times.append(time.monotonic())
+
+        return callback
+
+    def _on_error(self, seq: int) -> Any:
+        def errback(_exc: Exception) -> None:
+            with self._lock:
+                self.failed.append(seq)
+
+        return errback
+
+    def _run(self) -> None:
+        seq = 0
+        while not self._stop.is_set():
+            key = f"key-{seq % self._keys}"
+            future = self._producer.send(self.topic, key=key.encode(), value=encode(self.run_id, seq))
+            future.add_callback(self._on_ack(seq, key))
+            future.add_errback(self._on_error(seq))
+            seq += 1
+            self.sent = seq
+            time.sleep(self._interval)
+
+    def acks_between(self, start: float, end: float) -> int:
+        with self._lock:
+            return sum(start <= t <= end for t in self.ack_times)
+
+    def stop(self, timeout_s: float = 180) -> None:
+        """Stop sending, wait for every outstanding send to be acknowledged or to fail."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._producer.flush(timeout=timeout_s)
+        self._producer.close(timeout=30)

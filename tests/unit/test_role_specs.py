@@ -20,4 +20,4 @@ def test_argument_specs_match_defaults(role: Path) -> None:
     for name, value in defaults.items():
         assert options[name].get("default") == value, name
         assert options[name].get("description"), name
-        assert name.startswith(role.name + "_"), f"{name} lacks the role prefix"
+        assert name == role.name or name.startswith(role.name + "_"), f"{name} lacks the role prefix"

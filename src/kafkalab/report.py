@@ -1,0 +1,201 @@
+"""The cluster report: brokers and the active controller, every partition's leader/replicas/ISR/offline
+replicas, and every consumer group's committed offsets, log-end offsets and lag.
+
+`python -m kafkalab.report --bootstrap HOST:PORT[,...] [--json FILE] [--text FILE]` prints a table
+anyone can read at a glance (under-replicated and offline partitions flagged) and writes the same
+data as JSON for machines. Collection talks to the Admin API; formatting is pure functions of the
+collected dict, unit tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, OffsetSpec
+
+UNDER_REPLICATED = "UNDER-REPLICATED"
+OFFLINE = "OFFLINE"
+
+
+def partition_status(leader: int, replicas: list[int], isr: list[int], offline: list[int]) -> list[str]:
+    """Flags for one partition: OFFLINE when it has no leader, UNDER-REPLICATED when ISR < replicas."""
+    flags = []
+    if leader < 0:
+        flags.append(OFFLINE)
+    if len(isr) < len(replicas) or offline:
+        flags.append(UNDER_REPLICATED)
+    return flags
+
+
+def _active_controller(admin: KafkaAdminClient, fallback: int | None) -> tuple[int | None, str]:
+    """The KRaft quorum leader when there is a quorum, else the controller id the brokers report (ZooKeeper)."""
+    try:
+        quorum = admin.describe_metadata_quorum()
+        return int(quorum["topics"][0]["partitions"][0]["leader_id"]), "kraft"
+    except Exception:
+        return fallback, "zookeeper"
+
+
+def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15_000) -> dict[str, Any]:
+    """Everything the report shows, as plain data."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-report", request_timeout_ms=timeout_ms)
+    try:
+        cluster = admin.describe_cluster()
+        controller, mode = _active_controller(admin, cluster.get("controller_id"))
+        topics = []
+        for topic in sorted(admin.describe_topics(), key=lambda t: t["name"]):
+            if topic.get("is_internal") and not include_internal:
+                continue
+            partitions = []
+            for p in sorted(topic["partitions"], key=lambda p: p["partition_index"]):
+                leader = int(p["leader_id"])
+                replicas, isr = list(p["replica_nodes"]), list(p["isr_nodes"])
+                offline = list(p.get("offline_replicas") or [])
+                partitions.append(
+                    {
+                        "partition": p["partition_index"],
+                        "leader": leader if leader >= 0 else None,
+                        "replicas": replicas,
+                        "isr": isr,
+                        "offline_replicas": offline,
+                        "flags": partition_status(leader, replicas, isr, offline),
+                    }
+                )
+            topics.append({"name": topic["name"], "partitions": partitions})
+        groups = _groups(admin, topics, timeout_ms)
+    finally:
+        admin.close()
+    return {
+        "collected_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cluster_id": cluster.get("cluster_id"),
+        "mode": mode,
+        "active_controller": controller,
+        "brokers": sorted(
+            (
+                {"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+                for b in cluster["brokers"]
+            ),
+            key=lambda b: b["id"],
+        ),
+        "topics": topics,
+        "groups": groups,
+        "summary": summarise(topics),
+    }
+
+
+def _groups(admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int) -> list[dict[str, Any]]:
+    group_ids = sorted(g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups())
+    if not group_ids:
+        return []
+    committed = admin.list_group_offsets(dict.fromkeys(group_ids))
+    online = {
+        TopicPartition(t["name"], p["partition"]) for t in topics for p in t["partitions"] if p["leader"] is not None
+    }
+    wanted = {tp for offsets in committed.values() for tp in offsets if tp in online}
+    ends = (
+        admin.list_partition_offsets(dict.fromkeys(wanted, OffsetSpec.LATEST), timeout_ms=timeout_ms) if wanted else {}
+    )
+    out = []
+    for group_id in group_ids:
+        rows = []
+        for tp, meta in sorted(committed.get(group_id, {}).items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            end = ends[tp].offset if tp in ends else None
+            offset = meta.offset if meta.offset >= 0 else None
+            rows.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed": offset,
+                    "log_end": end,
+                    "lag": (end - offset) if end is not None and offset is not None else None,
+                }
+            )
+        out.append({"group": group_id, "partitions": rows, "total_lag": sum(r["lag"] or 0 for r in rows)})
+    return out
+
+
+def summarise(topics: list[dict[str, Any]]) -> dict[str, int]:
+    parts = [p for t in topics for p in t["partitions"]]
+    return {
+        "topics": len(topics),
+        "partitions": len(parts),
+        "under_replicated": sum(UNDER_REPLICATED in p["flags"] for p in parts),
+        "offline": sum(OFFLINE in p["flags"] for p in parts),
+    }
+
+
+def _ids(values: list[int]) -> str:
+    return ",".join(str(v) for v in values) or "-"
+
+
+def render_text(report: dict[str, Any], color: bool = False) -> str:
+    """The report as a fixed-width table; flagged partitions stand out (in red when color is on)."""
+
+    def flag(text: str) -> str:
+        return f"\033[1;31m{text}\033[0m" if color and text else text
+
+    s = report["summary"]
+    lines = [
+        f"cluster {report['cluster_id']} ({report['mode']})  collected {report['collected_at']}",
+        f"brokers: {len(report['brokers'])}   active controller: {report['active_controller']}   "
+        f"topics: {s['topics']}   partitions: {s['partitions']}   "
+        + flag(f"under-replicated: {s['under_replicated']}")
+        + "   "
+        + flag(f"offline: {s['offline']}"),
+        "",
+        f"{'broker':>6}  address",
+    ]
+    for b in report["brokers"]:
+        marker = "  (active controller)" if b["id"] == report["active_controller"] else ""
+        lines.append(f"{b['id']:>6}  {b['host']}:{b['port']}{marker}")
+    lines += ["", f"{'topic':<28} {'part':>4} {'leader':>6}  {'replicas':<12} {'isr':<12} {'offline':<10} status"]
+    for t in report["topics"]:
+        for p in t["partitions"]:
+            status = " ".join(p["flags"]) or "ok"
+            leader = "none" if p["leader"] is None else str(p["leader"])
+            lines.append(
+                f"{t['name']:<28} {p['partition']:>4} {leader:>6}  {_ids(p['replicas']):<12} {_ids(p['isr']):<12} "
+                f"{_ids(p['offline_replicas']):<10} " + (flag(status) if p["flags"] else status)
+            )
+    if report["groups"]:
+        lines += ["", f"{'group':<28} {'topic':<24} {'part':>4} {'committed':>10} {'log-end':>10} {'lag':>8}"]
+        for g in report["groups"]:
+            for r in g["partitions"]:
+                lines.append(
+                    f"{g['group']:<28} {r['topic']:<24} {r['partition']:>4} {_num(r['committed']):>10} "
+                    f"{_num(r['log_end']):>10} {_num(r['lag']):>8}"
+                )
+            lines.append(f"{g['group']:<28} {'total lag':<24} {'':>4} {'':>10} {'':>10} {g['total_lag']:>8}")
+    else:
+        lines += ["", "no consumer groups"]
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kafkalab.report", description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True, help="host:port[,host:port...] of the brokers")
+    parser.add_argument("--json", type=Path, help="also write the report as JSON to this file")
+    parser.add_argument("--text", type=Path, help="also write the text table to this file")
+    parser.add_argument("--include-internal", action="store_true", help="show __consumer_offsets and friends")
+    args = parser.parse_args(argv)
+    report = collect(args.bootstrap, include_internal=args.include_internal)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if args.text:
+        args.text.write_text(render_text(report))
+    sys.stdout.write(render_text(report, color=sys.stdout.isatty()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
