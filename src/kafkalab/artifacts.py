@@ -10,6 +10,18 @@ and network) regenerates a lock. Only the standard library is used at run time.
     python -m kafkalab.artifacts assemble-kafka --version 4.3.1 [--repository URL] [--out DIR]
     python -m kafkalab.artifacts relock --version 4.3.1
 
+The Spark hosts need jars and wheels from the controller too (they cannot reach Maven or PyPI):
+`fetch-jars` verifies the jars of a jar lock (artifacts/locks/spark-kafka-<version>.json: a flat list,
+no tools) into <out>/<lock name>/; `lock-jars` (developers only) writes such a lock from explicit
+coordinates, checked against the repository's published checksums; `build-wheels` builds the
+hash-pinned requirements of artifacts/locks/pyspark-<version>.txt (plus local projects such as spark/)
+into a wheel directory with a SHA512SUMS manifest that the roles verify before pushing.
+
+    python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-4.0.4.json [--out DIR]
+    python -m kafkalab.artifacts lock-jars --name spark-kafka-4.0.4 GROUP:ARTIFACT:VERSION ...
+    python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-4.0.4.txt \
+        --project spark --out .cache/artifacts/spark-wheels
+
 Exit codes: 0 success, 1 usage or environment error, 3 integrity error (a jar's sha512 differs
 from the lock).
 """
@@ -220,6 +232,30 @@ class Lock:
     @property
     def dist_name(self) -> str:
         return dist_name(self.scala_version, self.kafka_version)
+
+
+@dataclasses.dataclass(frozen=True)
+class JarLock:
+    """A parsed jar lock: a named, flat set of pinned jars (no distribution around them)."""
+
+    name: str
+    artifacts: tuple[Artifact, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FetchJarsResult:
+    directory: Path
+    files: tuple[str, ...]
+    downloaded: int
+    cached: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildWheelsResult:
+    directory: Path
+    wheels: tuple[str, ...]
+    built: int
+    reused: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -633,7 +669,7 @@ def ensure_jar(
 
 
 def fetch_all(
-    lock: Lock,
+    lock: Lock | JarLock,
     repository: str,
     cache_dir: Path,
     opener: urllib.request.OpenerDirector,
@@ -1018,6 +1054,232 @@ def relock(
 
 
 # ---------------------------------------------------------------------------------------------------
+# Jar locks (Spark's Kafka connector) and wheels (PySpark) for hosts that cannot download anything
+
+JAR_LOCK_KIND = "jars"
+_LOCK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_COORDINATE_RE = re.compile(r"^[\w.-]+:[\w.-]+:[\w.+-]+(:[\w.-]+)?$")
+_REQUIREMENT_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([\w.+!-]+)\s")
+WHEEL_MANIFEST = "SHA512SUMS"
+# Wheels are zip files: a fixed timestamp makes a rebuilt wheel of unchanged sources byte-identical, so
+# the roles see no change and restart nothing.
+WHEEL_SOURCE_DATE_EPOCH = str(FIXED_MTIME)
+
+
+def parse_jar_lock(data: object, source: str = "jar lock") -> JarLock:
+    """Validate a decoded jar lock; raise ArtifactError naming the first problem."""
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{source}: top level must be a JSON object")
+    if data.get("schema") != LOCK_SCHEMA:
+        raise ArtifactError(f"{source}: unsupported lock schema {data.get('schema')!r} (this tool reads {LOCK_SCHEMA})")
+    if data.get("kind") != JAR_LOCK_KIND:
+        raise ArtifactError(f"{source}: 'kind' must be {JAR_LOCK_KIND!r} (a Kafka distribution lock is not a jar lock)")
+    name = str(_require(data, "name", str, source))
+    if not _LOCK_NAME_RE.match(name):
+        raise ArtifactError(f"{source}: bad name {name!r} (lowercase letters, digits, '.', '_', '-')")
+    raw = _require(data, "artifacts", list, source)
+    assert isinstance(raw, list)
+    if not raw:
+        raise ArtifactError(f"{source}: artifacts is empty")
+    artifacts = tuple(parse_artifact(item, f"{source}: artifacts[{i}]") for i, item in enumerate(raw))
+    files = [a.file for a in artifacts]
+    if len(set(files)) != len(files):
+        raise ArtifactError(f"{source}: two artifacts share a file name")
+    return JarLock(name, artifacts)
+
+
+def load_jar_lock(path: Path) -> JarLock:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"no jar lock {path}: a developer runs `python -m kafkalab.artifacts lock-jars`") from None
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"{path}: not valid JSON: {exc}") from None
+    return parse_jar_lock(data, str(path))
+
+
+def jar_lock_to_json(lock: JarLock, roots: Sequence[str], repository: str) -> str:
+    entries = []
+    for art in lock.artifacts:
+        entry: dict[str, object] = {
+            "group": art.group,
+            "artifact": art.artifact,
+            "version": art.version,
+            "file": art.file,
+            "sha512": art.sha512,
+            "size": art.size,
+        }
+        if art.classifier:
+            entry["classifier"] = art.classifier
+        entries.append(entry)
+    doc = {
+        "_comment": (
+            f"Generated by `python -m kafkalab.artifacts lock-jars --name {lock.name} {' '.join(roots)}`; "
+            "do not edit by hand."
+        ),
+        "schema": LOCK_SCHEMA,
+        "kind": JAR_LOCK_KIND,
+        "name": lock.name,
+        "resolved_from": repository,
+        "artifacts": entries,
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def parse_coordinate(text: str) -> tuple[str, str, str, str | None]:
+    """group:artifact:version[:classifier]"""
+    if not _COORDINATE_RE.match(text):
+        raise ArtifactError(f"not a Maven coordinate: {text!r} (expected group:artifact:version[:classifier])")
+    parts = text.split(":")
+    return parts[0], parts[1], parts[2], (parts[3] if len(parts) == 4 else None)
+
+
+def lock_jars(
+    name: str,
+    coordinates: Sequence[str],
+    repository: str,
+    lock_dir: Path,
+    opener: urllib.request.OpenerDirector,
+    log: Callable[[str], None],
+) -> Path:
+    """Pin exactly the given jars (no transitive resolution): each download is checked against the
+    repository's published checksum, then its sha512 goes into <lock_dir>/<name>.json."""
+    artifacts = []
+    with tempfile.TemporaryDirectory(prefix="kafkalab-lock-jars-") as tmp_name:
+        for text in sorted(coordinates):
+            group, artifact, version, classifier = parse_coordinate(text)
+            file = jar_file_name(artifact, version, classifier)
+            relative = "/".join([*group.split("."), artifact, version, file])
+            dest = Path(tmp_name) / file
+            sha512 = download(opener, f"{repository}/{relative}", dest)
+            algorithm, expected = published_checksum(opener, f"{repository}/{relative}")
+            actual = sha512 if algorithm == "sha512" else hashlib.new(algorithm, dest.read_bytes()).hexdigest()
+            if actual != expected:
+                raise ChecksumMismatchError(f"{relative}: {algorithm} {actual} differs from the published {expected}")
+            artifacts.append(Artifact(group, artifact, version, classifier, file, sha512, dest.stat().st_size))
+            log(f"pinned {text}")
+    lock = JarLock(name, tuple(artifacts))
+    text = jar_lock_to_json(lock, sorted(coordinates), repository)
+    parse_jar_lock(json.loads(text), "generated jar lock")
+    path = lock_dir / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def fetch_jars(
+    lock_file: Path,
+    repository: str,
+    out_dir: Path,
+    opener: urllib.request.OpenerDirector,
+    log: Callable[[str], None],
+    jobs: int = DOWNLOAD_JOBS,
+) -> FetchJarsResult:
+    """Verify every jar of a jar lock into the shared Maven cache, then lay them out flat in
+    <out_dir>/<lock name>/ (exactly the locked files, each re-checked, stale ones removed)."""
+    lock = load_jar_lock(lock_file)
+    cache_dir = out_dir / "maven"
+    downloaded, cached = fetch_all(lock, repository, cache_dir, opener, log, jobs)
+    target = out_dir / lock.name
+    target.mkdir(parents=True, exist_ok=True)
+    wanted = {art.file: art for art in lock.artifacts}
+    for stale in target.iterdir():
+        if stale.name not in wanted and stale.name != WHEEL_MANIFEST:
+            stale.unlink()
+    for art in lock.artifacts:
+        dest = target / art.file
+        if not (dest.is_file() and sha512_file(dest) == art.sha512):
+            shutil.copyfile(cache_dir / art.repository_path, dest)
+            os.chmod(dest, 0o644)
+    manifest = "".join(sha512_line(art.sha512, art.file) for art in sorted(lock.artifacts, key=lambda a: a.file))
+    manifest_path = target / WHEEL_MANIFEST
+    if not manifest_path.is_file() or manifest_path.read_text(encoding="utf-8") != manifest:
+        manifest_path.write_text(manifest, encoding="utf-8")
+    return FetchJarsResult(target, tuple(sorted(wanted)), downloaded, cached)
+
+
+def read_requirements(path: Path) -> list[tuple[str, str]]:
+    """(name, version) of each `name==version --hash=...` line of a hash-pinned requirements file."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise ArtifactError(f"no requirements lock {path}") from None
+    pins = []
+    for number, line in enumerate(lines, 1):
+        stripped = line.split("#", 1)[0].strip()
+        if not stripped:
+            continue
+        match = _REQUIREMENT_RE.match(stripped + " ")
+        if match is None or "--hash=sha256:" not in stripped:
+            raise ArtifactError(f"{path}:{number}: expected `name==version --hash=sha256:...`, got {line!r}")
+        pins.append((match.group(1), match.group(2)))
+    if not pins:
+        raise ArtifactError(f"{path}: no requirements")
+    return pins
+
+
+def wheel_matches(file_name: str, name: str, version: str) -> bool:
+    """Whether a wheel file name is a build of name==version (names compare normalised, PEP 427)."""
+    parts = file_name.split("-")
+    normal = re.sub(r"[-_.]+", "_", name).lower()
+    return file_name.endswith(".whl") and len(parts) >= 5 and parts[0].lower() == normal and parts[1] == version
+
+
+def _pip_wheel(args: Sequence[str], log: Callable[[str], None]) -> None:
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", *args]
+    env = dict(os.environ, SOURCE_DATE_EPOCH=WHEEL_SOURCE_DATE_EPOCH, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    result = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if result.returncode != 0:
+        raise ArtifactError(f"pip wheel failed ({' '.join(command)}):\n{result.stdout[-2000:]}{result.stderr[-3000:]}")
+    log(f"built {' '.join(args)}")
+
+
+def build_wheels(
+    requirements: Path,
+    projects: Sequence[Path],
+    out_dir: Path,
+    log: Callable[[str], None],
+    runner: Callable[[Sequence[str], Callable[[str], None]], None] = _pip_wheel,
+) -> BuildWheelsResult:
+    """Wheels for hosts without PyPI: each hash-pinned requirement (built once; pip checks the hashes of
+    what it downloads) and each local project (rebuilt every time, reproducibly). Writes SHA512SUMS."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pins = read_requirements(requirements)
+    built = reused = 0
+    missing = [pin for pin in pins if not any(wheel_matches(p.name, *pin) for p in out_dir.iterdir())]
+    if missing:
+        log("building " + ", ".join(f"{n}=={v}" for n, v in missing) + " (pip checks the pinned hashes)")
+        runner(["--require-hashes", "-r", str(requirements), "-w", str(out_dir)], log)
+        built += len(missing)
+    reused += len(pins) - len(missing)
+    project_wheels = []
+    for project in projects:
+        with tempfile.TemporaryDirectory(prefix="kafkalab-wheel-") as tmp_name:
+            # pip builds in the source tree (build/, *.egg-info): build a copy so the checkout stays clean.
+            source = Path(tmp_name) / "src"
+            shutil.copytree(project, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+            runner([str(source), "-w", tmp_name], log)
+            for wheel in Path(tmp_name).glob("*.whl"):
+                dest = out_dir / wheel.name
+                if not (dest.is_file() and sha512_file(dest) == sha512_file(wheel)):
+                    shutil.copyfile(wheel, dest)
+                    built += 1
+                else:
+                    reused += 1
+                project_wheels.append(wheel.name)
+    keep = [p.name for p in out_dir.iterdir() if any(wheel_matches(p.name, *pin) for pin in pins)] + project_wheels
+    unbuilt = [f"{n}=={v}" for n, v in pins if not any(wheel_matches(name, n, v) for name in keep)]
+    if unbuilt:
+        raise ArtifactError(f"pip built no wheel for {', '.join(unbuilt)} in {out_dir}")
+    wheels = tuple(sorted(set(keep)))
+    manifest = "".join(sha512_line(sha512_file(out_dir / name), name) for name in wheels)
+    manifest_path = out_dir / WHEEL_MANIFEST
+    if not manifest_path.is_file() or manifest_path.read_text(encoding="utf-8") != manifest:
+        manifest_path.write_text(manifest, encoding="utf-8")
+    return BuildWheelsResult(out_dir, wheels, built, reused)
+
+
+# ---------------------------------------------------------------------------------------------------
 # CLI
 
 
@@ -1055,12 +1317,58 @@ def build_parser() -> argparse.ArgumentParser:
                 help="output and cache directory (default .cache/artifacts)",
             )
             cmd.add_argument("--jobs", type=int, default=DOWNLOAD_JOBS, help="parallel downloads")
+    repo_help = f"Maven repository URL or directory (default ${REPOSITORY_ENV} or {DEFAULT_REPOSITORY})"
+    fetch = sub.add_parser("fetch-jars", help="download and verify the jars of a jar lock into <out>/<lock name>/")
+    fetch.add_argument("--lock", type=Path, required=True, help="e.g. artifacts/locks/spark-kafka-4.0.4.json")
+    fetch.add_argument("--repository", help=repo_help)
+    fetch.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR, help="cache directory (default .cache/artifacts)")
+    fetch.add_argument("--jobs", type=int, default=DOWNLOAD_JOBS, help="parallel downloads")
+    pin = sub.add_parser("lock-jars", help="developers only: pin the given jars by sha512 in a jar lock")
+    pin.add_argument("--name", required=True, help="lock name, e.g. spark-kafka-4.0.4")
+    pin.add_argument("coordinates", nargs="+", help="group:artifact:version[:classifier]")
+    pin.add_argument("--repository", help=repo_help)
+    pin.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="default artifacts/locks")
+    wheels = sub.add_parser("build-wheels", help="build hash-pinned requirements and local projects into wheels")
+    wheels.add_argument("--requirements", type=Path, required=True, help="e.g. artifacts/locks/pyspark-4.0.4.txt")
+    wheels.add_argument("--project", type=Path, action="append", default=[], help="a local project, e.g. spark")
+    wheels.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR / "spark-wheels", help="wheel directory")
     return parser
+
+
+def _spark_command(args: argparse.Namespace) -> int:
+    """fetch-jars, lock-jars and build-wheels."""
+    started = time.monotonic()
+    if args.command == "build-wheels":
+        built = build_wheels(args.requirements, args.project, args.out, _log)
+        _log(
+            f"{built.directory}: {', '.join(built.wheels)} ({built.built} built, {built.reused} unchanged, "
+            f"{time.monotonic() - started:.1f}s)"
+        )
+        return EXIT_OK
+    repository = resolve_repository(args.repository, os.environ)
+    opener = build_opener(ssl_context(os.environ))
+    if args.command == "lock-jars":
+        _log(f"wrote {lock_jars(args.name, args.coordinates, repository, args.lock_dir, opener, _log)}")
+        return EXIT_OK
+    result = fetch_jars(args.lock, repository, args.out, opener, _log, args.jobs)
+    _log(
+        f"{result.directory}: {len(result.files)} jars verified against {args.lock} ({result.downloaded} "
+        f"downloaded, {result.cached} from cache, {time.monotonic() - started:.1f}s)"
+    )
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
+    if args.command in ("fetch-jars", "lock-jars", "build-wheels"):
+        try:
+            return _spark_command(args)
+        except ArtifactError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        except KeyboardInterrupt:
+            return 130
     try:
         repository = resolve_repository(args.repository, os.environ)
         opener = build_opener(ssl_context(os.environ))

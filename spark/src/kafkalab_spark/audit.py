@@ -1,0 +1,118 @@
+"""Read what the job wrote, for operators and the verification suite: `python -m kafkalab_spark.audit`.
+
+Runs a small local Spark session on the node (no cluster resources) and reads the outputs through
+Spark, which honours the file sink's _spark_metadata log: only committed batches count, exactly as a
+downstream reader sees them. Prints JSON.
+
+    python -m kafkalab_spark.audit --config /etc/spark-consumer/job.toml                # totals
+    python -m kafkalab_spark.audit --config ... --run RUN_ID --records                  # one e2e run's rows
+    python -m kafkalab_spark.audit --config ... --tail 5                                # the latest rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafkalab_spark import config as job_config
+
+
+def local_session() -> SparkSession:
+    return (
+        SparkSession.builder.master("local[1]")
+        .appName("kafkalab-spark-audit")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+
+
+def _read(spark: SparkSession, path: str) -> DataFrame | None:
+    if not (Path(path) / "_spark_metadata").is_dir():
+        return None  # nothing committed yet
+    return spark.read.parquet(path)
+
+
+def run_rows(records: DataFrame, run_id: str) -> DataFrame:
+    """The rows of one numbered run (values as kafkalab.e2e encodes them: {"run", "seq", "ts_ms"})."""
+    return records.where(F.col("fields")["run"] == F.lit(run_id)).select(
+        "topic", "partition", "offset", "key", F.col("fields")["seq"].cast("long").alias("seq")
+    )
+
+
+def audit(
+    spark: SparkSession,
+    cfg: job_config.JobConfig,
+    run_id: str | None,
+    with_records: bool,
+    tail: int,
+    quarantine_keys: Sequence[str] = (),
+) -> Any:
+    records = _read(spark, cfg.output_path)
+    quarantine = _read(spark, cfg.quarantine_path)
+    metrics = _read(spark, cfg.metrics_path)
+    report: dict[str, Any] = {
+        "rows": records.count() if records is not None else 0,
+        "distinct_positions": (
+            records.select("topic", "partition", "offset").distinct().count() if records is not None else 0
+        ),
+        "quarantined": quarantine.count() if quarantine is not None else 0,
+        "quarantine_reasons": (
+            {r["reason"]: r["count"] for r in quarantine.groupBy("reason").count().collect()}
+            if quarantine is not None
+            else {}
+        ),
+        "metric_windows": metrics.count() if metrics is not None else 0,
+    }
+    if records is not None and run_id is not None:
+        rows = run_rows(records, run_id)
+        report["run"] = {"id": run_id, "rows": rows.count()}
+        if with_records:
+            report["run"]["records"] = [
+                [r["topic"], r["partition"], r["offset"], r["key"], r["seq"]] for r in rows.collect()
+            ]
+    if quarantine is not None and quarantine_keys:
+        found = quarantine.where(F.col("key").cast("string").isin(list(quarantine_keys)))
+        report["quarantine_by_key"] = {
+            r["key"]: r["reason"] for r in found.select(F.col("key").cast("string"), "reason").collect()
+        }
+    if records is not None and tail:
+        latest = records.orderBy(F.col("processed_at").desc(), F.col("offset").desc()).limit(tail)
+        report["latest"] = [
+            {k: (str(v) if k in ("kafka_timestamp", "processed_at") else v) for k, v in r.asDict().items()}
+            for r in latest.drop("fields").collect()
+        ]
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkalab_spark.audit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--run", help="a kafkalab.e2e run id: count (and with --records list) its rows")
+    parser.add_argument(
+        "--records", action="store_true", help="list the run's rows [topic, partition, offset, key, seq]"
+    )
+    parser.add_argument("--tail", type=int, default=0, help="also show the N latest rows")
+    parser.add_argument("--quarantine-key", action="append", default=[], help="the quarantine reason of this key")
+    args = parser.parse_args(argv)
+    cfg = job_config.load(args.config)
+    spark = local_session()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        json.dump(audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key), sys.stdout)
+        sys.stdout.write("\n")
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

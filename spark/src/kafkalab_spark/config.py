@@ -1,0 +1,109 @@
+"""The job's settings, read from the TOML file the spark_consumer role renders (never from code).
+
+Everything a deployment changes lives in that file; this module only parses and validates it, naming the
+key at fault, so a wrong inventory value stops the job at start with a readable message.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STARTING_OFFSETS = ("earliest", "latest")
+# Spark's interval syntax as the job uses it: "<n> <unit>" (e.g. "5 seconds", "1 minute").
+_INTERVAL_RE = re.compile(r"^\d+ (millisecond|second|minute|hour)s?$")
+
+
+class ConfigError(ValueError):
+    """A setting is missing or invalid; the message names the key."""
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    app_name: str
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    starting_offsets: str
+    max_offsets_per_trigger: int  # 0: no limit
+    fail_on_data_loss: bool
+    trigger_interval: str
+    window_duration: str
+    watermark_delay: str
+    output_path: str
+    quarantine_path: str
+    metrics_path: str
+    checkpoint_path: str
+    status_path: str
+    kafka_options: Mapping[str, str] = field(default_factory=dict)
+
+    def checkpoint_for(self, query: str) -> str:
+        """Each streaming query keeps its own checkpoint under the job's checkpoint path."""
+        return f"{self.checkpoint_path.rstrip('/')}/{query}"
+
+
+def _get(data: Mapping[str, Any], dotted: str, kind: type) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise ConfigError(f"missing setting {dotted}")
+        node = node[part]
+    if not isinstance(node, kind) or (kind is int and isinstance(node, bool)):
+        raise ConfigError(f"{dotted} must be a {kind.__name__}, got {node!r}")
+    return node
+
+
+def _interval(data: Mapping[str, Any], dotted: str) -> str:
+    value = str(_get(data, dotted, str))
+    if not _INTERVAL_RE.match(value):
+        raise ConfigError(f"{dotted} must look like '5 seconds' or '1 minute', got {value!r}")
+    return value
+
+
+def parse(data: Mapping[str, Any]) -> JobConfig:
+    """Validate a decoded config document."""
+    topics = _get(data, "kafka.topics", list)
+    if not topics or not all(isinstance(t, str) and t for t in topics):
+        raise ConfigError(f"kafka.topics must be a non-empty list of topic names, got {topics!r}")
+    starting = str(_get(data, "kafka.starting_offsets", str))
+    if starting not in STARTING_OFFSETS:
+        raise ConfigError(f"kafka.starting_offsets must be one of {STARTING_OFFSETS}, got {starting!r}")
+    max_offsets = int(_get(data, "kafka.max_offsets_per_trigger", int))
+    if max_offsets < 0:
+        raise ConfigError(f"kafka.max_offsets_per_trigger must be >= 0 (0: no limit), got {max_offsets}")
+    options = data.get("kafka", {}).get("options", {})
+    if not isinstance(options, Mapping):
+        raise ConfigError("kafka.options must be a table of consumer properties")
+    bootstrap = str(_get(data, "kafka.bootstrap_servers", str))
+    if not bootstrap:
+        raise ConfigError("kafka.bootstrap_servers is empty")
+    paths = {key: str(_get(data, f"paths.{key}", str)) for key in ("output", "quarantine", "metrics", "checkpoint")}
+    return JobConfig(
+        app_name=str(_get(data, "app_name", str)),
+        bootstrap_servers=bootstrap,
+        topics=tuple(topics),
+        starting_offsets=starting,
+        max_offsets_per_trigger=max_offsets,
+        fail_on_data_loss=bool(_get(data, "kafka.fail_on_data_loss", bool)),
+        trigger_interval=_interval(data, "stream.trigger_interval"),
+        window_duration=_interval(data, "stream.window_duration"),
+        watermark_delay=_interval(data, "stream.watermark_delay"),
+        output_path=paths["output"],
+        quarantine_path=paths["quarantine"],
+        metrics_path=paths["metrics"],
+        checkpoint_path=paths["checkpoint"],
+        status_path=str(_get(data, "paths.status", str)),
+        kafka_options={str(k): str(v) for k, v in options.items()},
+    )
+
+
+def load(path: str | Path) -> JobConfig:
+    try:
+        with Path(path).open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse(data)

@@ -1,0 +1,96 @@
+"""The job's settings come from the rendered TOML file; bad values stop it with the key named."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafkalab_spark import config
+
+GOOD: dict[str, Any] = {
+    "app_name": "kafkalab-consumer",
+    "kafka": {
+        "bootstrap_servers": "10.0.0.1:9092,10.0.0.2:9092",
+        "topics": ["events", "clicks"],
+        "starting_offsets": "earliest",
+        "max_offsets_per_trigger": 50000,
+        "fail_on_data_loss": True,
+        "options": {"security.protocol": "PLAINTEXT"},
+    },
+    "stream": {"trigger_interval": "5 seconds", "window_duration": "1 minute", "watermark_delay": "2 minutes"},
+    "paths": {
+        "output": "/data/out",
+        "quarantine": "/data/quarantine",
+        "metrics": "/data/metrics",
+        "checkpoint": "/data/checkpoint/",
+        "status": "/run/status.json",
+    },
+}
+
+TOML = """
+app_name = "kafkalab-consumer"
+[kafka]
+bootstrap_servers = "10.0.0.1:9092"
+topics = ["events"]
+starting_offsets = "latest"
+max_offsets_per_trigger = 0
+fail_on_data_loss = false
+[stream]
+trigger_interval = "10 seconds"
+window_duration = "1 minute"
+watermark_delay = "1 minute"
+[paths]
+output = "/o"
+quarantine = "/q"
+metrics = "/m"
+checkpoint = "/c"
+status = "/s.json"
+"""
+
+
+def test_a_complete_document_parses_into_settings() -> None:
+    cfg = config.parse(GOOD)
+    assert cfg.topics == ("events", "clicks")
+    assert cfg.max_offsets_per_trigger == 50000
+    assert cfg.kafka_options == {"security.protocol": "PLAINTEXT"}
+    assert cfg.checkpoint_for("records") == "/data/checkpoint/records"
+
+
+def test_the_rendered_toml_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text(TOML)
+    cfg = config.load(path)
+    assert (cfg.starting_offsets, cfg.max_offsets_per_trigger, cfg.fail_on_data_loss) == ("latest", 0, False)
+    assert cfg.kafka_options == {}
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "message"),
+    [
+        ("kafka", "topics", [], "kafka.topics must be a non-empty list"),
+        ("kafka", "starting_offsets", "beginning", "kafka.starting_offsets must be one of"),
+        ("kafka", "max_offsets_per_trigger", -1, "kafka.max_offsets_per_trigger must be >= 0"),
+        ("kafka", "max_offsets_per_trigger", True, "kafka.max_offsets_per_trigger must be a int"),
+        ("kafka", "bootstrap_servers", "", "kafka.bootstrap_servers is empty"),
+        ("stream", "trigger_interval", "5s", "stream.trigger_interval must look like"),
+        ("paths", "output", None, "missing setting paths.output"),
+    ],
+    ids=lambda v: str(v),
+)
+def test_bad_settings_are_refused_naming_the_key(section: str, key: str, value: Any, message: str) -> None:
+    doc = copy.deepcopy(GOOD)
+    if value is None:
+        del doc[section][key]
+    else:
+        doc[section][key] = value
+    with pytest.raises(config.ConfigError, match=message):
+        config.parse(doc)
+
+
+def test_a_file_that_is_not_toml_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "job.toml"
+    path.write_text("app_name = \n")
+    with pytest.raises(config.ConfigError, match="not valid TOML"):
+        config.load(path)

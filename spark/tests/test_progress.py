@@ -1,0 +1,71 @@
+"""Progress reporting and checkpoint reading: plain dicts and files, no Spark needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kafkalab_spark import progress as P
+
+PROGRESS = {
+    "name": "records",
+    "batchId": 12,
+    "timestamp": "2025-01-01T12:00:00.000Z",
+    "numInputRows": 5000,
+    "inputRowsPerSecond": 1000.0,
+    "processedRowsPerSecond": 2500.5,
+    "durationMs": {"triggerExecution": 2000},
+    "sources": [
+        {
+            "startOffset": {"events": {"0": 100, "1": 100}},
+            "endOffset": {"events": {"0": 2600, "1": 2600}},
+            "latestOffset": {"events": {"0": 3000, "1": 2600}},
+        }
+    ],
+}
+
+
+def test_summary_reports_rates_and_offsets_behind_latest() -> None:
+    s = P.summarize_progress(PROGRESS)
+    assert (s["num_input_rows"], s["processed_rows_per_second"], s["offsets_behind_latest"]) == (5000, 2500.5, 400)
+    assert s["start_offset"] == {"events": {"0": 100, "1": 100}}
+    assert "processed_rows_per_s=2500.5" in P.progress_line("records", s)
+
+
+def test_summary_accepts_offsets_as_json_strings_and_no_source() -> None:
+    as_strings = dict(PROGRESS, sources=[{k: json.dumps(v) for k, v in PROGRESS["sources"][0].items()}])  # type: ignore[index]
+    assert P.summarize_progress(as_strings)["offsets_behind_latest"] == 400
+    empty = P.summarize_progress({"batchId": 0, "numInputRows": 0, "sources": []})
+    assert (empty["num_input_rows"], empty["offsets_behind_latest"]) == (0, None)
+
+
+def write_batch(root: Path, batch: int, offsets: dict[str, dict[str, int]], committed: bool) -> None:
+    (root / "offsets").mkdir(parents=True, exist_ok=True)
+    (root / "commits").mkdir(parents=True, exist_ok=True)
+    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}})
+    (root / "offsets" / str(batch)).write_text(f"v1\n{meta}\n{json.dumps(offsets)}")
+    if committed:
+        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def test_checkpoint_resumes_from_the_last_committed_batch(tmp_path: Path) -> None:
+    assert P.read_checkpoint(tmp_path / "none") is None
+    write_batch(tmp_path, 0, {"events": {"0": 10}}, committed=True)
+    write_batch(tmp_path, 1, {"events": {"0": 20, "1": 5}}, committed=True)
+    write_batch(tmp_path, 2, {"events": {"0": 30, "1": 9}}, committed=False)  # planned, never committed
+    assert P.read_checkpoint(tmp_path) == P.CheckpointState(1, {"events": {"0": 20, "1": 5}})
+
+
+def test_status_file_keeps_first_and_last_batch_per_query(tmp_path: Path) -> None:
+    status = P.StatusFile(tmp_path / "status.json", {"records": {"checkpoint": None}})
+    first = P.summarize_progress(PROGRESS)
+    status.record("records", first)
+    status.record("records", dict(first, batch_id=13, num_input_rows=7))
+    doc = json.loads((tmp_path / "status.json").read_text())
+    entry = doc["queries"]["records"]
+    assert (entry["first_batch"]["batch_id"], entry["last_batch"]["batch_id"], entry["rows_since_start"]) == (
+        12,
+        13,
+        5007,
+    )
+    assert doc["started_from"] == {"records": {"checkpoint": None}}

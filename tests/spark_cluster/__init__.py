@@ -1,0 +1,1 @@
+"""The Spark pipeline suite (a package, so its conftest never shadows tests/cluster/conftest.py)."""

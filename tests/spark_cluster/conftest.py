@@ -1,0 +1,83 @@
+"""Fixtures for the Spark pipeline suite (molecule's spark scenario, or `make verify-spark` on the lab).
+
+Same inventory rules as tests/cluster: MOLECULE_INVENTORY_FILE or KAFKALAB_INVENTORY names the inventory;
+an empty `spark_master` group is an error, never a skipped test. What the job reads and where it writes
+come from the settings file the role rendered on the node, so the suite checks the deployed job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pytest
+import testinfra
+from testinfra.utils.ansible_runner import AnsibleRunner
+
+CONFIG = "/etc/spark-consumer/job.toml"
+VENV_PYTHON = "/opt/spark/venv/bin/python"
+SERVICE = "spark-consumer"
+
+
+def inventory_path() -> str:
+    if os.environ.get("KAFKALAB_INVENTORY"):
+        return os.environ["KAFKALAB_INVENTORY"]
+    if os.environ.get("MOLECULE_INVENTORY_FILE"):
+        return os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    raise RuntimeError("set KAFKALAB_INVENTORY (or run under molecule) to point the suite at a cluster")
+
+
+@cache
+def runner() -> AnsibleRunner:
+    return AnsibleRunner(inventory_path())
+
+
+def group(name: str) -> list[str]:
+    hosts = list(runner().get_hosts(name))
+    if not hosts:
+        raise RuntimeError(f"inventory {inventory_path()} has no hosts in group {name}")
+    return hosts
+
+
+def node(name: str) -> Any:
+    return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory_path()}")
+
+
+@dataclass(frozen=True)
+class SparkNode:
+    name: str
+    host: Any
+    config: dict[str, Any]
+
+    @property
+    def bootstrap(self) -> str:
+        return str(self.config["kafka"]["bootstrap_servers"])
+
+    @property
+    def topic(self) -> str:
+        return str(self.config["kafka"]["topics"][0])
+
+    def audit(self, *args: str) -> dict[str, Any]:
+        """What the job committed, read through Spark on the node (kafkalab_spark.audit)."""
+        out = self.host.check_output(f"{VENV_PYTHON} -m kafkalab_spark.audit --config {CONFIG} {' '.join(args)}")
+        return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self.host.file(self.config["paths"]["status"]).content_string)  # type: ignore[no-any-return]
+
+    def main_pid(self) -> int:
+        return int(self.host.check_output(f"systemctl show {SERVICE} --property=MainPID --value"))
+
+    def restarts(self) -> int:
+        return int(self.host.check_output(f"systemctl show {SERVICE} --property=NRestarts --value"))
+
+
+@pytest.fixture(scope="session")
+def spark_node() -> SparkNode:
+    name = group("spark_master")[0]
+    host = node(name)
+    return SparkNode(name, host, tomllib.loads(host.file(CONFIG).content_string))

@@ -1,0 +1,251 @@
+"""The Spark consumer job end to end: every acknowledged event lands in Parquet exactly once, also when
+the driver is SIGKILLed mid-stream; malformed records go to the quarantine; progress is visible; and the
+job's throughput is measured next to a plain kafka-python consumer on the same topic.
+
+The tests run in file order and build on each other's data only through the topic and the job's output;
+each run's events carry their own run id, so earlier runs (or `make lab` demos) never count.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from kafkalab.e2e import Record, compare, encode, produce_numbered
+
+from .conftest import SERVICE, SparkNode
+
+N_BEFORE_KILL = 12_000
+N_DURING_KILL = 12_000  # produced while the driver is killed and restarted
+N_THROUGHPUT = 60_000
+RESULTS = Path(__file__).resolve().parents[2] / ".cache" / "spark-results.json"
+
+
+def wait_for(what: str, check: Any, timeout: float, interval: float = 3.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def run_rows(spark_node: SparkNode, run_id: str) -> int:
+    return int(spark_node.audit("--run", run_id).get("run", {}).get("rows", 0))
+
+
+def committed(spark_node: SparkNode, query: str, records: list[Record], fully: bool = True) -> bool:
+    """Whether the job's last committed batch of `query` (its status file) covers the records' offsets:
+    all of them (fully), or some of them. Cheap enough to poll, unlike reading the output through Spark."""
+    try:
+        end = spark_node.status()["queries"][query]["last_batch"]["end_offset"][spark_node.topic]
+    except (KeyError, ValueError):  # restarted and not reported yet, or the file is being replaced
+        return False
+    last: dict[int, int] = {}
+    first: dict[int, int] = {}
+    for r in records:
+        last[r.partition] = max(last.get(r.partition, -1), r.offset)
+        first[r.partition] = min(first.get(r.partition, r.offset), r.offset)
+    if fully:
+        return all(end.get(str(p), 0) > o for p, o in last.items())
+    return any(end.get(str(p), 0) > o for p, o in first.items())
+
+
+def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
+    for unit in ("spark-master", "spark-worker", SERVICE):
+        assert spark_node.host.service(unit).is_running, unit
+        assert spark_node.host.service(unit).is_enabled, unit
+    master = spark_node.host.check_output("sed -n 's|^spark.master spark://||p' /etc/spark-consumer/spark-submit.conf")
+    with urllib.request.urlopen(f"http://{master.split(':')[0]}:8080/json/", timeout=10) as response:
+        state = json.load(response)
+    assert state["workers"] and all(w["state"] == "ALIVE" for w in state["workers"]), state["workers"]
+    assert [a["name"] for a in state["activeapps"]] == [spark_node.config["app_name"]]
+
+
+def produce_paced(bootstrap: str, topic: str, run_id: str, first_seq: int, count: int, chunks: int) -> list[Record]:
+    """Keep producing numbered events (acks=all, idempotent) in chunks, a little at a time."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
+    acked: list[Record] = []
+    try:
+        per_chunk = count // chunks
+        for chunk in range(chunks):
+            seqs = range(first_seq + chunk * per_chunk, first_seq + (chunk + 1) * per_chunk)
+            futures = [
+                (seq, producer.send(topic, key=f"key-{seq % 64}".encode(), value=encode(run_id, seq))) for seq in seqs
+            ]
+            producer.flush(timeout=120)
+            for seq, future in futures:
+                md = future.get(timeout=60)
+                acked.append(Record(md.partition, md.offset, f"key-{seq % 64}", seq))
+            time.sleep(3)
+    finally:
+        producer.close(timeout=30)
+    return acked
+
+
+@pytest.fixture(scope="module")
+def killed_run(spark_node: SparkNode) -> dict[str, Any]:
+    """Produce numbered events, SIGKILL the driver while more are produced, let systemd restart it."""
+    run_id, acked, failed = produce_numbered(spark_node.bootstrap, spark_node.topic, N_BEFORE_KILL)
+    assert not failed
+    # Make sure the job is mid-stream: some of this run is committed, not all of it.
+    wait_for("the job to commit part of the run", lambda: committed(spark_node, "records", acked, fully=False), 300, 1)
+    more: list[Record] = []
+    errors: list[BaseException] = []
+
+    def produce_more() -> None:
+        try:
+            more.extend(produce_paced(spark_node.bootstrap, spark_node.topic, run_id, N_BEFORE_KILL, N_DURING_KILL, 6))
+        except BaseException as exc:  # reported by the fixture, not lost in the thread
+            errors.append(exc)
+
+    pid_before, restarts_before = spark_node.main_pid(), spark_node.restarts()
+    producer = threading.Thread(target=produce_more)
+    producer.start()
+    time.sleep(4)
+    spark_node.host.check_output(f"kill -KILL {pid_before}")
+    killed_at = time.time()
+    wait_for(
+        "systemd to restart the job",
+        lambda: spark_node.restarts() > restarts_before and spark_node.main_pid() not in (0, pid_before),
+        120,
+        2,
+    )
+    producer.join(timeout=300)
+    assert not errors, errors
+    return {"run_id": run_id, "acked": acked, "more": more, "killed_at": killed_at, "pid_before": pid_before}
+
+
+def test_every_event_lands_exactly_once_after_a_sigkill(spark_node: SparkNode, killed_run: dict[str, Any]) -> None:
+    run_id = killed_run["run_id"]
+    acked = killed_run["acked"] + killed_run["more"]
+    total = len(acked)
+    assert total >= 20_000
+    wait_for(f"the job to commit all {total} events", lambda: committed(spark_node, "records", acked), 600, 5)
+    report = spark_node.audit("--run", run_id, "--records")
+    rows = report["run"]["records"]
+    positions = {(t, p, o) for t, p, o, _, _ in rows}
+    assert len(rows) == total, f"{len(rows)} rows for {total} acknowledged events"
+    assert len(positions) == total, "some (topic, partition, offset) was written twice"
+    assert {t for t, _, _, _, _ in rows} == {spark_node.topic}
+    assert report["rows"] == report["distinct_positions"], "duplicates in the whole output"
+    # The values are the ones acknowledged: same key and sequence number at the same partition and offset.
+    # Parquet keeps no order, so rows are put in offset order before comparing.
+    consumed = sorted(Record(partition, offset, key, seq) for _, partition, offset, key, seq in rows)
+    delivery = compare(acked, consumed)
+    assert delivery.ok and not delivery.unacked_extra, delivery.summary()
+    assert len({p for _, p, _, _, _ in rows}) > 1, "the run should spread over several partitions"
+
+
+def test_the_restarted_job_resumed_from_its_checkpoint(spark_node: SparkNode, killed_run: dict[str, Any]) -> None:
+    status = spark_node.status()
+    assert status["pid"] != killed_run["pid_before"]
+    resumed = status["started_from"]["records"]["checkpoint"]
+    assert resumed is not None, f"the restarted job did not find its checkpoint: {status['started_from']}"
+    first = status["queries"]["records"]["first_batch"]
+    # startingOffsets is `earliest`: starting from it would begin at offset 0 of every partition. The first
+    # batch after the restart starts exactly where the last committed batch ended.
+    assert spark_node.config["kafka"]["starting_offsets"] == "earliest"
+    assert first["start_offset"] == resumed["offsets"], (first["start_offset"], resumed)
+    assert sum(o for parts in first["start_offset"].values() for o in parts.values()) > 0
+    since = int(killed_run["killed_at"])
+    log = spark_node.host.check_output(
+        f"journalctl -u {SERVICE} --since=@{since} --no-pager -o cat"
+        " | grep -c 'query records: resuming from checkpoint' || true"
+    )
+    assert int(log or 0) >= 1
+
+
+def test_malformed_records_go_to_quarantine_with_their_reason(spark_node: SparkNode) -> None:
+    tag = uuid.uuid4().hex[:8]
+    bad = {f"bad-json-{tag}": b'{"run": "truncated", "seq": ', f"bad-utf8-{tag}": b"\xff\xfe not text"}
+    producer = KafkaProducer(bootstrap_servers=spark_node.bootstrap, acks="all")
+    futures = {key: producer.send(spark_node.topic, key=key.encode(), value=value) for key, value in bad.items()}
+    producer.flush(30)
+    sent = [Record(f.get(30).partition, f.get(30).offset, key, 0) for key, f in futures.items()]
+    producer.close()
+    wait_for(
+        "the quarantine to commit the malformed records", lambda: committed(spark_node, "quarantine", sent), 300, 5
+    )
+    args = [arg for key in bad for arg in ("--quarantine-key", key)]
+    assert spark_node.audit(*args)["quarantine_by_key"] == {
+        f"bad-json-{tag}": "value looks like JSON but is not a valid JSON object",
+        f"bad-utf8-{tag}": "value is not valid UTF-8",
+    }
+    assert spark_node.host.service(SERVICE).is_running, "a malformed record must not crash the job"
+
+
+def test_progress_is_visible_on_the_node(spark_node: SparkNode) -> None:
+    last = spark_node.status()["queries"]["records"]["last_batch"]
+    for key in ("input_rows_per_second", "processed_rows_per_second", "offsets_behind_latest", "end_offset"):
+        assert key in last, key
+    lines = spark_node.host.check_output(
+        f"journalctl -u {SERVICE} --no-pager -o cat -n 2000 | grep -c 'progress query=records' || true"
+    )
+    assert int(lines or 0) > 0
+
+
+def kafka_python_read_rate(bootstrap: str, topic: str) -> tuple[int, float]:
+    """Records per second a plain kafka-python consumer reads the whole topic at (no processing)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        end = consumer.end_offsets(partitions)
+        count, started = 0, time.monotonic()
+        while any(consumer.position(tp) < end[tp] for tp in partitions):
+            for batch in consumer.poll(timeout_ms=1000, max_records=10_000).values():
+                count += len(batch)
+        return count, time.monotonic() - started
+    finally:
+        consumer.close()
+
+
+def test_job_throughput_next_to_a_kafka_python_consumer(spark_node: SparkNode) -> None:
+    """A backlog produced while the job is stopped, then drained: the job's processed rows/s, and what a
+    plain kafka-python consumer reads per second from the same topic. Recorded in .cache/spark-results.json."""
+    spark_node.host.check_output(f"systemctl stop {SERVICE}")
+    run_id, backlog, failed = produce_numbered(spark_node.bootstrap, spark_node.topic, N_THROUGHPUT)
+    assert not failed
+    started = time.time()
+    spark_node.host.check_output(f"systemctl start {SERVICE}")
+    wait_for("the job to commit the backlog", lambda: committed(spark_node, "records", backlog), 900, 2)
+    wall = time.time() - started
+    progress = [
+        json.loads(line.split("progress_json=", 1)[1])
+        for line in spark_node.host.check_output(
+            f"journalctl -u {SERVICE} --since=@{int(started)} --no-pager -o cat | grep 'progress query=records' || true"
+        ).splitlines()
+        if "progress_json=" in line
+    ]
+    busy = [p for p in progress if p["num_input_rows"] > 0]
+    rows = sum(p["num_input_rows"] for p in busy)
+    busy_s = sum(p["trigger_execution_ms"] for p in busy) / 1000
+    read, read_s = kafka_python_read_rate(spark_node.bootstrap, spark_node.topic)
+    results = {
+        "job_rows": rows,
+        "job_batches": len(busy),
+        "job_processed_rows_per_s": round(rows / busy_s, 1) if busy_s else None,
+        "job_max_batch_processed_rows_per_s": max((p["processed_rows_per_second"] for p in busy), default=None),
+        "job_backlog_wall_s_including_startup": round(wall, 1),
+        "kafka_python_records": read,
+        "kafka_python_records_per_s": round(read / read_s, 1),
+        "settings": {k: spark_node.config["kafka"][k] for k in ("max_offsets_per_trigger",)}
+        | {"trigger_interval": spark_node.config["stream"]["trigger_interval"]},
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results))
+    assert run_rows(spark_node, run_id) == N_THROUGHPUT, "the backlog was not written exactly once"
+    assert rows >= N_THROUGHPUT and results["job_processed_rows_per_s"]
