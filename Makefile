@@ -11,8 +11,12 @@ LAB_INVENTORY := inventories/lab
 # The Kafka release is pinned once, in the lab inventory; the artifact step reads it from there.
 KAFKA_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
 KAFKA_SCALA := $(shell sed -n 's/^kafka_scala_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
+# Spark (and so its Kafka connector jars and the pyspark wheel) is pinned once, in the lab inventory.
+SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
+# The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
+KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/zookeeper/inventory/group_vars/all/zookeeper.yml)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify lab-status lab-destroy \
+.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover topics report lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -26,8 +30,11 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## Kafka archive assembled from Maven Central, verified against artifacts/locks
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x and 3.9.x, Spark jars and wheels
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-$(SPARK_VERSION).json --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-$(SPARK_VERSION).txt --project spark --out .cache/artifacts/spark-wheels
 
 engine: venv  ## a running Docker engine (installs docker.io if needed)
 	$(BIN)/python -m kafkalab.lab engine
@@ -41,13 +48,30 @@ lab-up: image  ## start the lab hosts (systemd containers) named in the lab inve
 lab-converge: venv artifacts  ## run playbooks/site.yml against the lab
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
 
-verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=...)
-	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v
+verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=...), failover cases aside
+	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
 
-lab: lab-up lab-converge verify  ## bring up the 3-node lab cluster, provision it and verify it
+failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated
+	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -s -m failover
+
+lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + Spark), provision, verify, show the Spark job consuming
 	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/summary.yml > .cache/lab/summary.log \
 	  || { cat .cache/lab/summary.log; exit 1; }
 	@cat .cache/lab/summary.txt
+	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/spark_demo.yml > .cache/lab/spark-demo.log \
+	  || { cat .cache/lab/spark-demo.log; exit 1; }
+	@cat .cache/lab/spark-demo.txt
+
+verify-spark: venv  ## the Spark pipeline checks against the lab (kills and stops the job; about 3 min)
+	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/spark_cluster -v
+
+topics: venv  ## apply the declared topics (kafka_topics) to the lab; CHECK=1 shows the plan only
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/topics.yml $(if $(CHECK),--check --diff)
+
+report: venv  ## cluster report: brokers, controller, partitions (leader/ISR/offline), group lag
+	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/report.yml > .cache/report.log || { cat .cache/report.log; exit 1; }
+	@cat .cache/report/report.txt
+	@echo "(JSON: .cache/report/report.json)"
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)
@@ -58,15 +82,17 @@ lab-destroy: venv  ## remove the lab hosts and network (keeps the image and arti
 lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
-	$(BIN)/ruff check src tests roles
-	$(BIN)/ruff format --check src tests roles
+	$(BIN)/ruff check src tests roles spark
+	$(BIN)/ruff format --check src tests roles spark
 	$(BIN)/mypy
 
-unit: venv  ## unit tests: no containers
-	$(BIN)/pytest -p no:cacheprovider tests/unit -q
+unit: venv  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession)
+	$(BIN)/pytest -p no:cacheprovider tests/unit spark/tests -q
 
-molecule: venv artifacts image  ## molecule default scenario: 3 nodes, converge, idempotence, verify
+molecule: venv artifacts image  ## molecule scenarios: default (KRaft), zookeeper (3.9 + ensemble), spark (job on a Spark node)
 	$(BIN)/molecule test -s default
+	$(BIN)/molecule test -s zookeeper
+	$(BIN)/molecule test -s spark
 
 test: lint unit molecule  ## everything CI runs
 
