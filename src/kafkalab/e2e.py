@@ -211,6 +211,35 @@ def consume_run(
     return records
 
 
+def read_rate(bootstrap: str, topic: str, timeout_s: float = 600) -> tuple[int, int, float]:
+    """Read the whole topic as fast as a plain kafka-python consumer can (no decoding, no group).
+
+    Returns (records, value bytes, seconds): the baseline the Spark job and `make bench` compare with.
+    """
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, client_id="kafkalab-read-rate"
+    )
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+        if not partitions:
+            raise RuntimeError(f"topic {topic} has no partitions visible to the consumer")
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        end = consumer.end_offsets(partitions)
+        count, size = 0, 0
+        started = time.monotonic()
+        deadline = started + timeout_s
+        while any(consumer.position(tp) < end[tp] for tp in partitions):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"reading {topic} took longer than {timeout_s:.0f} s ({count} records read)")
+            for batch in consumer.poll(timeout_ms=1000, max_records=10_000).values():
+                count += len(batch)
+                size += sum(len(msg.value or b"") for msg in batch)
+        return count, size, time.monotonic() - started
+    finally:
+        consumer.close()
+
+
 def round_trip(bootstrap: str, topic: str, count: int, consumer_bootstrap: str | None = None) -> DeliveryReport:
     """Produce `count` messages through `bootstrap`, read them back (optionally through another address)."""
     run_id, acked, failed = produce_numbered(bootstrap, topic, count)

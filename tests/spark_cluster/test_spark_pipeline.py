@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
-from kafkalab.e2e import Record, compare, encode, produce_numbered
+from kafkalab.e2e import Record, compare, encode, produce_numbered, read_rate
 
 from .conftest import SERVICE, SparkNode
 
@@ -195,23 +195,6 @@ def test_progress_is_visible_on_the_node(spark_node: SparkNode) -> None:
     assert int(lines or 0) > 0
 
 
-def kafka_python_read_rate(bootstrap: str, topic: str) -> tuple[int, float]:
-    """Records per second a plain kafka-python consumer reads the whole topic at (no processing)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
-        count, started = 0, time.monotonic()
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
-            for batch in consumer.poll(timeout_ms=1000, max_records=10_000).values():
-                count += len(batch)
-        return count, time.monotonic() - started
-    finally:
-        consumer.close()
-
-
 def test_job_throughput_next_to_a_kafka_python_consumer(spark_node: SparkNode) -> None:
     """A backlog produced while the job is stopped, then drained: the job's processed rows/s, and what a
     plain kafka-python consumer reads per second from the same topic. Recorded in .cache/spark-results.json."""
@@ -232,7 +215,7 @@ def test_job_throughput_next_to_a_kafka_python_consumer(spark_node: SparkNode) -
     busy = [p for p in progress if p["num_input_rows"] > 0]
     rows = sum(p["num_input_rows"] for p in busy)
     busy_s = sum(p["trigger_execution_ms"] for p in busy) / 1000
-    read, read_s = kafka_python_read_rate(spark_node.bootstrap, spark_node.topic)
+    read, _, read_s = read_rate(spark_node.bootstrap, spark_node.topic)
     results = {
         "job_rows": rows,
         "job_batches": len(busy),
