@@ -15,8 +15,12 @@ KAFKA_SCALA := $(shell sed -n 's/^kafka_scala_version: *"\(.*\)"/\1/p' $(LAB_INV
 SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
 KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/zookeeper/inventory/group_vars/all/zookeeper.yml)
+# make bench: BENCH_COLD=1 destroys and recreates the lab's hosts to time a cold converge; BENCH_COLD=0 times only
+# the no-op re-run (the only choice for an inventory of real hosts, LAB_INVENTORY=...).
+BENCH_COLD ?= 1
+BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover topics report lab-status lab-destroy \
+.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -72,6 +76,9 @@ report: venv  ## cluster report: brokers, controller, partitions (leader/ISR/off
 	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/report.yml > .cache/report.log || { cat .cache/report.log; exit 1; }
 	@cat .cache/report/report.txt
 	@echo "(JSON: .cache/report/report.json)"
+
+bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~15 min: converge (cold, no-op), Kafka, disk/net limits, Spark job; JSON + plots in .cache/bench
+	$(BIN)/python -m kafkalab.bench --inventory $(LAB_INVENTORY) $(if $(filter 0,$(BENCH_COLD)),--no-cold,--cold)
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)

@@ -1,0 +1,471 @@
+"""`make bench`'s logic without a cluster: parsing the tools' output, percentiles, fractions of the physical
+limits, the provisioning summary, the Spark job's latencies, the table and the plots. No figure is asserted
+against a clock: every input here is a fixed sample."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab import bench
+from kafkalab.bench import Batch, MeasurementError, TaskTime
+
+PRODUCER_OUTPUT = """\
+123877 records sent, 24770.4 records/sec (2.36 MB/sec), 1812.9 ms avg latency, 3159.0 ms max latency.
+300000 records sent, 40727.667662 records/sec (3.88 MB/sec), 2457.85 ms avg latency, 3466.00 ms max latency, \
+2563 ms 50th, 3366 ms 95th, 3443 ms 99th, 3466 ms 99.9th.
+"""
+
+CONSUMER_OUTPUT = """\
+WARNING: option [messages] has been deprecated and will be removed in a future version.
+start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, \
+fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-11-22 02:56:28:386, 2026-11-22 02:56:34:099, 87.2040, 15.2641, 360000, 63014.1782, 4415, 1298, 67.1833, \
+277349.7689
+"""
+
+
+def test_producer_perf_summary_is_the_line_with_percentiles() -> None:
+    figures = bench.parse_producer_perf(PRODUCER_OUTPUT)
+    assert figures["records"] == 300_000
+    assert figures["records_per_s"] == pytest.approx(40727.667662)
+    assert figures["mib_per_s"] == 3.88
+    assert figures["latency_ms"] == {
+        "avg": 2457.85,
+        "max": 3466.0,
+        "p50": 2563,
+        "p95": 3366,
+        "p99": 3443,
+        "p99.9": 3466,
+    }
+
+
+def test_producer_perf_without_a_summary_is_a_measurement_error() -> None:
+    progress_only = PRODUCER_OUTPUT.splitlines()[0]
+    with pytest.raises(MeasurementError, match="no summary line"):
+        bench.parse_producer_perf(progress_only)
+
+
+def test_consumer_perf_rates_exclude_the_group_join() -> None:
+    figures = bench.parse_consumer_perf(CONSUMER_OUTPUT)
+    assert figures["records"] == 360_000
+    assert figures["records_per_s"] == pytest.approx(277349.7689)
+    assert figures["mib_per_s"] == pytest.approx(67.1833)
+    assert figures["records_per_s_with_group_join"] == pytest.approx(63014.1782)
+    assert figures["group_join_ms"] == 4415
+
+
+def test_consumer_perf_without_stats_is_a_measurement_error() -> None:
+    with pytest.raises(MeasurementError):
+        bench.parse_consumer_perf("WARNING: something\n")
+
+
+def test_dd_summary_gives_mib_per_second() -> None:
+    stderr = "512+0 records in\n512+0 records out\n536870912 bytes (537 MB, 512 MiB) copied, 2 s, 268 MB/s\n"
+    assert bench.parse_dd(stderr) == {"bytes": 536870912, "seconds": 2.0, "mib_per_s": 256.0}
+
+
+def test_dd_failure_is_a_measurement_error() -> None:
+    with pytest.raises(MeasurementError):
+        bench.parse_dd("dd: error writing 'x': No space left on device\n")
+
+
+def test_iperf3_receiver_sum_gives_mib_per_second() -> None:
+    report = {"end": {"sum_received": {"bytes": 10 * 2**20 * 4, "seconds": 4.0, "bits_per_second": 0}}}
+    assert bench.parse_iperf3(report)["mib_per_s"] == 10.0
+
+
+def test_iperf3_error_is_a_measurement_error() -> None:
+    with pytest.raises(MeasurementError, match="unable to connect"):
+        bench.parse_iperf3({"error": "unable to connect to server"})
+
+
+def test_percentile_is_kafkas_index_definition() -> None:
+    values = list(range(1, 1001))  # 1..1000, given unsorted
+    shuffled = values[500:] + values[:500]
+    assert bench.percentile(shuffled, 0.5) == 501  # sorted[int(1000 * 0.5)]
+    assert bench.percentile(shuffled, 0.99) == 991
+    assert bench.percentile(shuffled, 0.999) == 1000
+    assert bench.percentile([7.0], 0.999) == 7.0
+
+
+def test_latency_summary_names_every_percentile() -> None:
+    summary = bench.latency_summary([10.0, 20.0, 30.0, 40.0])
+    assert summary == {"avg": 25.0, "max": 40.0, "p50": 30.0, "p95": 40.0, "p99": 40.0, "p99.9": 40.0}
+
+
+@pytest.mark.parametrize(
+    ("shared", "brokers", "copies"),
+    [(True, 3, 3.0), (False, 3, 1.0), (False, 6, 0.5)],
+    ids=["lab-one-machine", "three-machines", "six-machines"],
+)
+def test_replicated_bytes_per_measured_limit(shared: bool, brokers: int, copies: float) -> None:
+    assert bench.copies_per_limit(3, brokers, shared) == copies
+
+
+def test_fraction_of_limit_counts_copies() -> None:
+    assert bench.fraction_of_limit(10.0, 300.0, copies=3) == pytest.approx(0.1)
+    assert bench.fraction_of_limit(10.0, 100.0) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("limit", [None, 0.0])
+def test_fraction_of_an_unmeasured_limit_is_none(limit: float | None) -> None:
+    assert bench.fraction_of_limit(10.0, limit) is None
+
+
+def playbook_doc() -> dict[str, Any]:
+    def task(name: str, start: str, end: str, hosts: dict[str, Any]) -> dict[str, Any]:
+        return {"task": {"name": name, "duration": {"start": start, "end": end}}, "hosts": hosts}
+
+    return {
+        "plays": [
+            {
+                "play": {"name": "Kafka"},
+                "tasks": [
+                    task(
+                        "java : Install OpenJDK",
+                        "2026-01-01T00:00:00.000000Z",
+                        "2026-01-01T00:00:17.250000Z",
+                        {"kafka1": {"changed": True}},
+                    ),
+                    task(
+                        "kafka : Wait for ports",
+                        "2026-01-01T00:00:17.300000Z",
+                        "2026-01-01T00:00:26.300000Z",
+                        {"kafka1": {"changed": False}},
+                    ),
+                    task(
+                        "kafka : Probe",
+                        "2026-01-01T00:00:26.300000Z",
+                        "2026-01-01T00:00:26.400000Z",
+                        {"kafka2": {"failed": True, "ignore_errors": True, "msg": "expected"}},
+                    ),
+                    {"task": {"name": "never reported", "duration": {"start": "2026-01-01T00:00:27Z"}}, "hosts": {}},
+                ],
+            }
+        ],
+        "stats": {
+            "kafka1": {"changed": 2, "failures": 0, "unreachable": 0, "ok": 5},
+            "kafka2": {"changed": 0, "failures": 0, "unreachable": 0, "ok": 5},
+        },
+    }
+
+
+def test_playbook_summary_counts_changes_per_host_and_times_tasks() -> None:
+    summary = bench.playbook_summary(playbook_doc())
+    assert summary["changed"] == {"kafka1": 2, "kafka2": 0}
+    assert summary["changed_total"] == 2
+    assert summary["failed_hosts"] == []
+    assert summary["failures"] == []  # an ignored failure is not one
+    assert [t.name for t in summary["tasks"]] == ["java : Install OpenJDK", "kafka : Wait for ports", "kafka : Probe"]
+    assert summary["tasks"][0].seconds == pytest.approx(17.25)
+
+
+def test_playbook_summary_reports_real_failures() -> None:
+    doc = playbook_doc()
+    doc["plays"][0]["tasks"][1]["hosts"] = {"kafka3": {"failed": True, "msg": "port 9092 closed"}}
+    doc["stats"]["kafka3"] = {"changed": 0, "failures": 1, "unreachable": 0}
+    summary = bench.playbook_summary(doc)
+    assert summary["failed_hosts"] == ["kafka3"]
+    assert summary["failures"] == ["kafka3: kafka : Wait for ports: port 9092 closed"]
+
+
+def test_slowest_tasks_are_ranked_and_cut() -> None:
+    tasks = [TaskTime("p", f"task {i}", float(i)) for i in range(15)]
+    slow = bench.slowest_tasks(tasks, 10)
+    assert [t["task"] for t in slow] == [f"task {i}" for i in range(14, 4, -1)]
+    assert slow[0] == {"task": "task 14", "play": "p", "seconds": 14.0}
+
+
+def progress_line(batch: int, timestamp: str, ms: int, rows: int, start: dict[str, int], end: dict[str, int]) -> str:
+    summary = {
+        "batch_id": batch,
+        "timestamp": timestamp,
+        "trigger_execution_ms": ms,
+        "num_input_rows": rows,
+        "start_offset": {"bench": start},
+        "end_offset": {"bench": end},
+    }
+    return f"2026-01-01 INFO kafkalab_spark: progress query=records batch={batch} progress_json={json.dumps(summary)}"
+
+
+PROGRESS_LOG = "\n".join(
+    [
+        progress_line(0, "2026-01-01T00:00:00.000Z", 4000, 30, {}, {"0": 10, "1": 20}),
+        "2026-01-01 INFO kafkalab_spark: progress query=quarantine batch=0 progress_json={}",
+        progress_line(1, "2026-01-01T00:00:05.000Z", 2000, 5, {"0": 10, "1": 20}, {"0": 15, "1": 20}),
+        progress_line(2, "2026-01-01T00:00:10.000Z", 100, 0, {"0": 15, "1": 20}, {"0": 15, "1": 20}),
+    ]
+)
+
+
+def test_progress_log_gives_the_records_querys_batches() -> None:
+    batches = bench.parse_progress(PROGRESS_LOG, "bench")
+    assert [b.batch_id for b in batches] == [0, 1, 2]
+    first = batches[0]
+    assert first.start_offset == {} and first.end_offset == {0: 10, 1: 20}
+    assert first.committed - first.started == pytest.approx(4.0)
+
+
+def test_latency_runs_from_send_to_the_commit_of_the_batch_holding_the_record() -> None:
+    batches = bench.parse_progress(PROGRESS_LOG, "bench")
+    t0 = batches[0].started
+    sent = [(0, 3, t0 - 1.0), (1, 19, t0 - 0.5), (0, 12, t0 + 4.0), (0, 99, t0)]
+    latencies, unmatched = bench.e2e_latencies_ms(sent, batches)
+    # batch 0 commits at t0 + 4 s, batch 1 at t0 + 7 s; offset 99 is in no committed batch
+    assert latencies == pytest.approx([5000.0, 4500.0, 3000.0])
+    assert unmatched == 1
+
+
+def test_processed_rate_counts_busy_batches_only() -> None:
+    batches = bench.parse_progress(PROGRESS_LOG, "bench")
+    assert bench.processed_rate(batches) == {
+        "rows": 35,
+        "batches": 2,
+        "busy_s": 6.0,
+        "rows_per_s": pytest.approx(35 / 6),
+    }
+    assert bench.processed_rate([])["rows_per_s"] == 0.0
+
+
+def test_end_offsets_wanted_covers_the_highest_offset_per_partition() -> None:
+    assert bench.end_offsets_wanted([(0, 4), (1, 0), (0, 9), (0, 2)]) == {"0": 10, "1": 1}
+
+
+JOB_TOML = """\
+app_name = "kafkalab-consumer"
+
+[kafka]
+bootstrap_servers = "10.231.0.11:9092"
+topics = ["events"]
+starting_offsets = "earliest"
+max_offsets_per_trigger = 100000
+fail_on_data_loss = true
+
+[kafka.options]
+"fetch.max.bytes" = "1048576"
+
+[stream]
+trigger_interval = "5 seconds"
+window_duration = "1 minute"
+watermark_delay = "1 minute"
+
+[paths]
+output = "/var/lib/spark-consumer/records"
+quarantine = "/var/lib/spark-consumer/quarantine"
+metrics = "/var/lib/spark-consumer/metrics"
+checkpoint = "/var/lib/spark-consumer/checkpoints"
+status = "/var/lib/spark-consumer/status.json"
+"""
+
+
+def test_bench_job_config_keeps_the_jobs_settings_and_moves_topic_and_paths() -> None:
+    original = tomllib.loads(JOB_TOML)
+    config = tomllib.loads(bench.to_toml(bench.bench_job_config(original, "kafkalab-bench-x", "/b/x", "bench")))
+    assert config["app_name"] == "bench"
+    assert config["kafka"]["topics"] == ["kafkalab-bench-x"]
+    assert config["kafka"]["max_offsets_per_trigger"] == 100000
+    assert config["kafka"]["fail_on_data_loss"] is True
+    assert config["kafka"]["options"] == {"fetch.max.bytes": "1048576"}
+    assert config["stream"] == original["stream"]
+    assert set(config["paths"].values()) == {
+        "/b/x/records",
+        "/b/x/quarantine",
+        "/b/x/metrics",
+        "/b/x/checkpoints",
+        "/b/x/status.json",
+    }
+    assert original["kafka"]["topics"] == ["events"], "the deployed settings are not modified"
+
+
+def test_to_toml_round_trips_through_tomllib() -> None:
+    doc = {"a": 'quote " and \\ back', "n": 3, "b": False, "l": ["x", "y"], "t": {"u.w": {"v": 1.5}, "e": {}}}
+    assert tomllib.loads(bench.to_toml(doc)) == doc
+
+
+def test_the_bench_job_runs_the_services_command_with_its_own_settings() -> None:
+    show = (
+        "ExecStart={ path=/opt/spark/current/bin/spark-submit ; argv[]=/opt/spark/current/bin/spark-submit "
+        "--properties-file /etc/spark-consumer/spark-submit.conf /opt/spark-consumer/main.py --config "
+        "/etc/spark-consumer/job.toml ; ignore_errors=no ; start_time=[Sun 2026-11-22 02:55:19 UTC] ; pid=1758 }\n"
+        "Environment=SPARK_HOME=/opt/spark/current PYSPARK_PYTHON=/opt/spark/venv/bin/python\n"
+        "User=spark\n"
+    )
+    unit = bench.parse_systemctl_show(show)
+    assert unit["User"] == "spark"
+    argv = bench.with_config(bench.execstart_argv(unit["ExecStart"]), "/b/x/job.toml")
+    assert argv == [
+        "/opt/spark/current/bin/spark-submit",
+        "--properties-file",
+        "/etc/spark-consumer/spark-submit.conf",
+        "/opt/spark-consumer/main.py",
+        "--config",
+        "/b/x/job.toml",
+    ]
+
+
+def test_a_command_without_config_cannot_run_the_bench_job() -> None:
+    with pytest.raises(MeasurementError):
+        bench.with_config(["spark-submit", "main.py"], "/b/job.toml")
+
+
+def test_spark_properties_file_is_key_space_value() -> None:
+    text = "#\n# Ansible managed\nspark.cores.max 2\nspark.jars /opt/spark/jars-kafka/*.jar\n"
+    assert bench.parse_spark_properties(text) == {"spark.cores.max": "2", "spark.jars": "/opt/spark/jars-kafka/*.jar"}
+
+
+def test_bootstrap_is_the_inter_broker_listeners_advertised_address() -> None:
+    props = bench.parse_properties(
+        "# comment\ninter.broker.listener.name=INTERNAL\n"
+        "advertised.listeners=EXTERNAL://127.0.0.1:19091,INTERNAL://10.231.0.11:9092\n"
+    )
+    assert bench.broker_address(props) == "10.231.0.11:9092"
+    with pytest.raises(MeasurementError):
+        bench.broker_address({"advertised.listeners": "EXTERNAL://127.0.0.1:19091"})
+
+
+def test_machine_facts_come_from_proc() -> None:
+    assert bench.meminfo_total_bytes("MemTotal:       24684092 kB\nMemFree: 1 kB\n") == 24684092 * 1024
+    assert bench.cpu_model("processor\t: 0\nmodel name\t: AMD EPYC\n") == "AMD EPYC"
+    assert bench.parse_loadavg("0.23 2.19 3.14 1/87 11131\n") == [0.23, 2.19, 3.14]
+
+
+def test_adhoc_results_per_host() -> None:
+    doc = {
+        "plays": [
+            {
+                "tasks": [
+                    {
+                        "hosts": {
+                            "kafka1": {"rc": 0, "stdout": "2", "stderr": "", "changed": True},
+                            "kafka2": {"unreachable": True, "msg": "ssh: connect timed out"},
+                        }
+                    }
+                ]
+            }
+        ]
+    }
+    results = bench.adhoc_results(doc)
+    assert results["kafka1"].ok and results["kafka1"].stdout == "2"
+    assert not results["kafka2"].ok and results["kafka2"].msg == "ssh: connect timed out"
+
+
+def test_java_tools_get_the_settings_the_figures_name() -> None:
+    producer = bench.java_producer_argv("b:9092", "t", 1000, 100, "all")
+    assert producer[producer.index("--record-size") + 1] == "100"
+    assert producer[producer.index("--throughput") + 1] == "-1"
+    assert {"acks=all", "linger.ms=5", "batch.size=16384", "bootstrap.servers=b:9092"} <= set(producer)
+    consumer = bench.java_consumer_argv("b:9092", "t", 1000, "g")
+    assert consumer[consumer.index("--messages") + 1] == "1000"
+
+
+def sample_doc() -> dict[str, Any]:
+    producer = {
+        "client": "kafka-java",
+        "record_size": 100,
+        "acks": "all",
+        "records": 200000,
+        "records_per_s": 40000.0,
+        "mib_per_s": 3.81,
+        "latency_ms": {"avg": 1.0, "max": 9.0, "p50": 2.0, "p95": 5.0, "p99": 7.0, "p99.9": 9.0},
+        "of_disk": 0.05,
+        "of_loopback": 0.006,
+    }
+    return {
+        "started_at": "2026-01-01T00:00:00Z",
+        "inventory": "inventories/lab",
+        "duration_s": 754.0,
+        "load_average": {"start": [1.0, 1.5, 2.0], "end": [3.0, 2.5, 2.0]},
+        "machine": {
+            "controller": {"cores": 2, "memory_bytes": 24 * 2**30, "cpu": "AMD EPYC"},
+            "hosts_share_controller": True,
+        },
+        "provisioning": {
+            "hosts": 4,
+            "cold": {"skipped": "--no-cold (BENCH_COLD=0): hosts were not recreated"},
+            "noop": {
+                "wall_s": 41.0,
+                "changed_total": 0,
+                "slowest_tasks": [{"task": "kafka : Wait for ports", "play": "Kafka", "seconds": 9.0}],
+            },
+        },
+        "physical": {
+            "disk": {"mib_per_s": 300.0, "host": "kafka1", "log_dir": "/var/lib/kafka/data"},
+            "loopback": {"error": "MeasurementError: iperf3: unable to connect", "host": "controller"},
+        },
+        "kafka": {
+            "settings": {
+                "replication_factor": 3,
+                "partitions": 3,
+                "min_insync_replicas": 2,
+                "linger_ms": 5,
+                "batch_size": 16384,
+                "records": {"100": 200000},
+            },
+            "producers": [
+                producer,
+                producer | {"client": "kafka-python"},
+                {"client": "kafka-python", "record_size": 1024, "acks": "1", "records": 50000, "error": "boom"},
+            ],
+            "consumers": [
+                {
+                    "client": "kafka-java",
+                    "record_size": 100,
+                    "records": 200000,
+                    "records_per_s": 90000.0,
+                    "mib_per_s": 8.6,
+                    "of_loopback": 0.004,
+                },
+            ],
+        },
+    }
+
+
+def test_table_shows_settings_machine_and_each_figure() -> None:
+    table = bench.render_table(sample_doc())
+    assert "took 12 min 34 s" in table
+    assert "2 cores, 24.0 GiB (AMD EPYC); all hosts share it" in table
+    assert "load average start 1.00/1.50/2.00, end 3.00/2.50/2.00" in table
+    assert "cold converge        not measured: --no-cold (BENCH_COLD=0)" in table
+    assert "changed tasks: 0" in table
+    assert "9.0 s  kafka : Wait for ports" in table
+    assert "RF 3, 3 partitions, min.insync.replicas 2" in table
+    java = next(line for line in table.splitlines() if line.strip().startswith("kafka-java      100  all"))
+    assert java.split()[4:] == ["40,000", "3.81", "2", "7", "9", "5.0%", "0.6%"]
+
+
+def test_table_names_the_measurements_not_taken() -> None:
+    table = bench.render_table(sample_doc())
+    assert "NOT MEASURED: boom" in table
+    assert "measurements not taken: 2" in table
+    assert "physical.loopback: MeasurementError: iperf3: unable to connect" in table
+
+
+def test_errors_are_found_anywhere_in_the_document() -> None:
+    assert bench.errors_in(sample_doc()) == [
+        "physical.loopback: MeasurementError: iperf3: unable to connect",
+        "kafka.producers[2]: boom",
+    ]
+    assert bench.errors_in({"kafka": {"producers": [{"records": 1}]}}) == []
+
+
+def test_plots_are_written_for_the_sections_measured(tmp_path: Path) -> None:
+    written = bench.write_plots(sample_doc(), tmp_path)
+    assert [p.name for p in written] == ["provisioning.png", "kafka.png"]
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(None, "-"), (41.04, "41.0 s"), (754, "12 min 34 s"), (60, "1 min 00 s")]
+)
+def test_durations_read_as_minutes_and_seconds(seconds: float | None, text: str) -> None:
+    assert bench.fmt_duration(seconds) == text
+
+
+def test_batch_commit_is_trigger_start_plus_execution() -> None:
+    batch = Batch(batch_id=0, started=100.0, duration_s=2.5, rows=1, start_offset={}, end_offset={0: 1})
+    assert batch.committed == 102.5
