@@ -179,6 +179,16 @@ def produce_numbered(
     return run_id, acked, failed
 
 
+def _from_the_beginning(consumer: KafkaConsumer, topic: str) -> dict[TopicPartition, int]:
+    """Assign every partition of the topic from its beginning; returns the end offsets to read up to."""
+    partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
+    if not partitions:
+        raise RuntimeError(f"topic {topic} has no partitions visible to the consumer")
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    return dict(consumer.end_offsets(partitions))
+
+
 def consume_run(
     bootstrap: str, topic: str, run_id: str, timeout_s: float = 120, **consumer_config: Any
 ) -> list[Record]:
@@ -193,14 +203,9 @@ def consume_run(
     )
     records: list[Record] = []
     try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not partitions:
-            raise RuntimeError(f"topic {topic} has no partitions visible to the consumer")
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
+        end = _from_the_beginning(consumer, topic)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and any(consumer.position(tp) < end[tp] for tp in partitions):
+        while time.monotonic() < deadline and any(consumer.position(tp) < o for tp, o in end.items()):
             for tp, batch in consumer.poll(timeout_ms=1000, max_records=5000).items():
                 for msg in batch:
                     data = decode(msg.value)
@@ -220,16 +225,11 @@ def read_rate(bootstrap: str, topic: str, timeout_s: float = 600) -> tuple[int, 
         bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, client_id="kafkalab-read-rate"
     )
     try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not partitions:
-            raise RuntimeError(f"topic {topic} has no partitions visible to the consumer")
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
+        end = _from_the_beginning(consumer, topic)
         count, size = 0, 0
         started = time.monotonic()
         deadline = started + timeout_s
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
+        while any(consumer.position(tp) < o for tp, o in end.items()):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"reading {topic} took longer than {timeout_s:.0f} s ({count} records read)")
             for batch in consumer.poll(timeout_ms=1000, max_records=10_000).values():
