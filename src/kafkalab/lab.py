@@ -62,6 +62,9 @@ SYSTEMD_RUN_FLAGS: tuple[str, ...] = (
 SYSTEMD_COMMAND = "/lib/systemd/systemd"
 
 
+PUBLISH_SPEC = re.compile(r"^((\d{1,3}\.){3}\d{1,3}:)?\d{1,5}:\d{1,5}(/(tcp|udp))?$")
+
+
 class LabError(Exception):
     """A failure with a message that says what failed and what to do about it."""
 
@@ -83,6 +86,8 @@ class Recipe:
 class LabHost:
     name: str
     ip: str
+    # docker --publish specs ([host_ip:]host_port:container_port): stand-ins for NAT in front of a host.
+    publish: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,7 +198,13 @@ def parse_inventory(data: Mapping[str, Any]) -> LabSpec:
                 f"host {name}: ansible_host {ip} is not a usable address in {subnet} "
                 f"(the gateway {gateway} is taken by docker)"
             )
-        hosts.append(LabHost(name=name, ip=str(ip)))
+        publish = hostvars[name].get("lab_published_ports") or []
+        if not isinstance(publish, list) or not all(PUBLISH_SPEC.match(str(p)) for p in publish):
+            raise LabError(
+                f"host {name}: lab_published_ports {publish!r} must be a list of "
+                "'[host_ip:]host_port:container_port' strings, e.g. ['127.0.0.1:19091:9094']"
+            )
+        hosts.append(LabHost(name=name, ip=str(ip), publish=tuple(str(p) for p in publish)))
     ips = [h.ip for h in hosts]
     duplicates = sorted({ip for ip in ips if ips.count(ip) > 1})
     if duplicates:
@@ -239,6 +250,7 @@ def docker_run_args(host: LabHost, network: str, image: str) -> list[str]:
         "--ip", host.ip,
         # Other lab hosts resolve this one by its inventory name through docker's DNS.
         "--network-alias", host.name,
+        *(arg for spec in host.publish for arg in ("--publish", spec)),
         *SYSTEMD_RUN_FLAGS,
         image,
         SYSTEMD_COMMAND,
@@ -577,6 +589,12 @@ def ensure_container(spec: LabSpec, host: LabHost, image: str) -> None:
     ip = container_ip(existing, spec.network)
     if ip != host.ip:
         raise LabError(f"{name} runs at {ip}, the inventory says {host.ip}: `python -m kafkalab.lab down` then `up`")
+    bound = ((existing.get("HostConfig") or {}).get("PortBindings")) or {}
+    if len(bound) != len(host.publish):
+        raise LabError(
+            f"{name} publishes {len(bound)} port(s), the inventory asks for {len(host.publish)} "
+            "(lab_published_ports): `python -m kafkalab.lab down` then `up`"
+        )
     if existing.get("Image") != image_id(image):
         say(f"note: {name} runs an older base image; `down` then `up` to refresh it")
     if not (existing.get("State") or {}).get("Running"):

@@ -190,6 +190,74 @@ def test_undefined_inter_broker_listener_is_refused() -> None:
     assert any("kafka_inter_broker_listener_name 'REPLICATION'" in p for p in found), found
 
 
+NAT_LISTENERS = [
+    {"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"},
+    {"name": "EXTERNAL", "port": 9094, "protocol": "PLAINTEXT", "external": True},
+]
+
+
+def nat_inventory() -> dict[str, dict[str, Any]]:
+    hv = inventory(3)
+    for i in range(1, 4):
+        hv[f"k{i}"]["kafka_listener_overrides"] = {
+            "EXTERNAL": {"advertised_host": "203.0.113.7", "advertised_port": 19091 + i}
+        }
+    return hv
+
+
+def test_external_listener_advertises_the_nat_address_and_internal_the_cluster_address() -> None:
+    names = ["k1", "k2", "k3"]
+    props = props_for(nat_inventory(), names, names, listeners=NAT_LISTENERS)
+    for i, host in enumerate(names, start=1):
+        assert props[host]["listeners"] == "INTERNAL://:9092,EXTERNAL://:9094,CONTROLLER://:9093"
+        assert props[host]["advertised.listeners"] == (
+            f"INTERNAL://10.0.0.{10 + i}:9092,EXTERNAL://203.0.113.7:{19091 + i}"
+        )
+        assert props[host]["listener.security.protocol.map"] == (
+            "CONTROLLER:PLAINTEXT,EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT"
+        )
+        # The controller listener is opened but never advertised.
+        assert "CONTROLLER" not in props[host]["advertised.listeners"]
+
+
+def test_external_listener_without_advertised_address_is_refused_naming_host_and_variable() -> None:
+    hv = nat_inventory()
+    del hv["k2"]["kafka_listener_overrides"]
+    names = ["k1", "k2", "k3"]
+    found = problems(hv, names, names, listeners=NAT_LISTENERS)
+    assert any(
+        "k2: listener EXTERNAL is external" in p and "kafka_listener_overrides.EXTERNAL.advertised_host" in p
+        for p in found
+    ), found
+    assert not any(p.startswith("k1:") or p.startswith("k3:") for p in found), found
+
+
+def test_two_brokers_advertising_the_same_address_and_port_are_refused() -> None:
+    hv = nat_inventory()
+    hv["k3"]["kafka_listener_overrides"]["EXTERNAL"]["advertised_port"] = 19093
+    names = ["k1", "k2", "k3"]
+    found = problems(hv, names, names, listeners=NAT_LISTENERS)
+    assert any(
+        "k3: listener EXTERNAL advertises 203.0.113.7:19093, which k2 EXTERNAL advertises too" in p for p in found
+    ), found
+
+
+def test_replicating_over_an_external_listener_is_refused() -> None:
+    names = ["k1", "k2", "k3"]
+    found = problems(nat_inventory(), names, names, listeners=NAT_LISTENERS, inter_broker_listener_name="EXTERNAL")
+    assert any("kafka_inter_broker_listener_name 'EXTERNAL' names an external listener" in p for p in found), found
+
+
+def test_misspelt_listener_and_override_keys_are_refused() -> None:
+    hv = nat_inventory()
+    hv["k1"]["kafka_listener_overrides"]["EXTERNAL"]["advertized_host"] = "x"
+    names = ["k1", "k2", "k3"]
+    listeners = [{**NAT_LISTENERS[0], "clients": ["10.0.0.0/8"]}, NAT_LISTENERS[1]]
+    found = problems(hv, names, names, listeners=listeners)
+    assert any("listener INTERNAL: unknown key(s) clients" in p for p in found), found
+    assert any("k1: kafka_listener_overrides.EXTERNAL has unknown key(s) advertized_host" in p for p in found), found
+
+
 def test_fully_qualified_inventory_name_serves_as_address() -> None:
     hv = {"kafka1.example.net": {"kafka_node_id": 1}}
     model = kafka_cluster_model(hv, list(hv), list(hv), settings(default_replication_factor=1, min_insync_replicas=1))

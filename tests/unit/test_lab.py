@@ -71,6 +71,14 @@ def test_run_args_pin_name_hostname_address_and_label() -> None:
     assert value("--label") == "kafkalab.lab=kafkalab"
 
 
+def test_published_ports_stand_in_for_nat_in_front_of_a_host() -> None:
+    spec = lab.parse_inventory(inventory(kafka1={"lab_published_ports": ["127.0.0.1:19091:9094"]}))
+    assert spec.hosts[0].publish == ("127.0.0.1:19091:9094",)
+    args = lab.docker_run_args(spec.hosts[0], "kafkalab", "img")
+    assert args[args.index("--publish") + 1] == "127.0.0.1:19091:9094"
+    assert "--publish" not in lab.docker_run_args(spec.hosts[1], "kafkalab", "img")
+
+
 def test_container_names_do_not_collide_with_molecule_platform_names() -> None:
     assert lab.container_name("kafkalab", "kafka1") != "kafka1"
 
@@ -194,8 +202,18 @@ def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
         ({"kafka2": {"ansible_host": "10.231.0.11"}}, "share ansible_host"),
         ({"kafka2": {"lab_network_subnet": "10.232.0.0/24"}}, "same lab_network_name"),
         ({"kafka2": {"lab_network_name": None}}, "same lab_network_name"),
+        ({"kafka2": {"lab_published_ports": ["19092"]}}, "lab_published_ports"),
     ],
-    ids=["no-address", "name-not-ip", "outside-subnet", "gateway", "duplicate", "two-subnets", "no-network"],
+    ids=[
+        "no-address",
+        "name-not-ip",
+        "outside-subnet",
+        "gateway",
+        "duplicate",
+        "two-subnets",
+        "no-network",
+        "bad-publish",
+    ],
 )
 def test_inventory_errors_name_the_problem(overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(lab.LabError, match=message):

@@ -21,6 +21,20 @@ from typing import Any
 
 LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+# What a kafka_listeners item may say. `external`: advertised under a per-host address outside the
+# cluster network (NAT, load balancer); `client_networks`: who may reach it (firewall role).
+LISTENER_KEYS = {
+    "name",
+    "port",
+    "protocol",
+    "bind_host",
+    "advertised_host",
+    "advertised_port",
+    "external",
+    "client_networks",
+}
+# What kafka_listener_overrides may change for one host.
+OVERRIDE_KEYS = {"advertised_host", "advertised_port", "bind_host", "port"}
 MODES = ("kraft", "zookeeper")
 # A ZooKeeper path: one or more /elements, none of them `.` or `..` (ZooKeeper refuses those).
 ZOOKEEPER_CHROOT = re.compile(r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$")
@@ -101,17 +115,33 @@ def _host_listeners(
 ) -> list[dict[str, Any]]:
     """The client/inter-broker listeners of one host, per-host overrides applied."""
     known = {str(item.get("name")) for item in listeners}
-    for name in overrides:
+    for name, override in overrides.items():
         if name not in known:
             problems.append(
-                f"{host}: kafka_listener_overrides names listener '{name}', which kafka_listeners does not "
-                f"define (defined: {', '.join(sorted(known))}). Fix the name or add the listener."
+                f"{host}: kafka_listener_overrides names listener '{name}' (it would be advertised in "
+                f"advertised.listeners), which kafka_listeners does not define (defined: "
+                f"{', '.join(sorted(known))}). Fix the name or add the listener to kafka_listeners."
+            )
+        unknown = sorted(set(dict(override or {})) - OVERRIDE_KEYS)
+        if unknown:
+            problems.append(
+                f"{host}: kafka_listener_overrides.{name} has unknown key(s) {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(OVERRIDE_KEYS))})."
             )
     result = []
     for item in listeners:
         name = str(item.get("name"))
-        merged = {**item, **dict(overrides.get(name) or {})}
-        advertised_host = merged.get("advertised_host") or address
+        own = dict(overrides.get(name) or {})
+        merged = {**item, **own}
+        if item.get("external") and not own.get("advertised_host"):
+            # The cluster address is exactly what an outside client cannot reach: never fall back to it.
+            problems.append(
+                f"{host}: listener {name} is external (advertised to clients outside the cluster network), so "
+                f"this host needs kafka_listener_overrides.{name}.advertised_host (and advertised_port if the "
+                f"NAT or load balancer maps the port): the address outside clients reach it by. Set it in "
+                f"host_vars/{host}."
+            )
+        advertised_host = merged.get("advertised_host") or ("" if item.get("external") else address)
         # A host without any address is reported once, by the caller.
         if advertised_host and not _valid_address(str(advertised_host)):
             problems.append(
@@ -125,6 +155,7 @@ def _host_listeners(
                 "port": _as_int(merged.get("port")),
                 "advertised_host": str(advertised_host or ""),
                 "advertised_port": _as_int(merged.get("advertised_port") or merged.get("port")),
+                "external": bool(item.get("external")),
             }
         )
     return result
@@ -152,6 +183,14 @@ def _check_listener_definitions(
         port = _as_int(item.get("port"))
         if port is None or not 0 < port < 65536:
             problems.append(f"listener {name}: port '{item.get('port')}' is not a TCP port number.")
+        unknown = sorted(set(item) - LISTENER_KEYS)
+        if unknown:
+            problems.append(
+                f"listener {name}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(LISTENER_KEYS))})."
+            )
+        networks = item.get("client_networks")
+        if networks is not None and not isinstance(networks, list):
+            problems.append(f"listener {name}: client_networks must be a list of networks (CIDR), e.g. [192.0.2.0/24].")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         problems.append(
@@ -166,6 +205,11 @@ def _check_listener_definitions(
         problems.append(
             f"kafka_inter_broker_listener_name '{inter_broker_name}' is not defined in kafka_listeners "
             f"(defined: {', '.join(names)})."
+        )
+    elif any(item.get("external") for item in listeners if str(item.get("name")) == inter_broker_name):
+        problems.append(
+            f"kafka_inter_broker_listener_name '{inter_broker_name}' names an external listener: brokers would "
+            "replicate through NAT addresses meant for outside clients. Replicate over an internal listener."
         )
 
 
@@ -332,6 +376,22 @@ def kafka_cluster_model(
             "roles": roles,
             "listeners": host_listeners,
         }
+
+    advertised_by: dict[tuple[str, int], str] = {}
+    for host in brokers:
+        for item in nodes.get(host, {}).get("listeners", []):
+            if not item["advertised_host"] or item["advertised_port"] is None:
+                continue
+            key = (item["advertised_host"], item["advertised_port"])
+            where = f"{host} {item['name']}"
+            if key in advertised_by:
+                problems.append(
+                    f"{host}: listener {item['name']} advertises {key[0]}:{key[1]}, which {advertised_by[key]} "
+                    "advertises too: clients would reach one broker for two. Give each its own advertised_port "
+                    f"(kafka_listener_overrides.{item['name']}.advertised_port)."
+                )
+            else:
+                advertised_by[key] = where
 
     rf = _as_int(settings.get("default_replication_factor"))
     min_isr = _as_int(settings.get("min_insync_replicas"))

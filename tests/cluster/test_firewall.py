@@ -1,0 +1,348 @@
+"""The firewall and the listeners, checked with real packets against the real ufw rules on every host.
+
+What each host should allow is worked out here from the inventory and from what the nodes really run
+(their server.properties and zoo.cfg), independently of the firewall role's own planning code:
+SSH from the admin networks; each Kafka listener from its client networks, the inter-broker listener
+also from the other brokers and the Spark hosts; the KRaft controller port from the Kafka nodes only;
+the ZooKeeper ports from the ensemble (and the brokers, for the client port); any port between Spark
+hosts; the Spark UIs from the monitoring networks. Then:
+
+- `ufw status` on each host lists exactly those rules, with incoming denied by default;
+- from each probe host (group firewall_probes: on the cluster's network but outside, or inside, the
+  allowed networks) and from the controller, every port of every host answers (open or refused) when
+  a rule lets that address in, and times out (dropped) when none does;
+- a client in an allowed client network produces and consumes through the client listener;
+- through NAT: a client that knows only one published address of the external listener produces to
+  and consumes from all brokers, and the internal listener serves the same data.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shlex
+import socket
+import uuid
+import zipfile
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import kafka
+import pytest
+from conftest import Cluster, node, read_properties, runner
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from kafkalab import e2e
+
+# One TCP knock: "open" (accepted), "refused" (RST: a rule let the packet in, nothing listens), or
+# "timeout" (ufw dropped it). Run on probe hosts with their own python3.
+KNOCK = r"""
+import json, socket, sys
+from concurrent.futures import ThreadPoolExecutor
+
+def knock(target):
+    host, port = target.rsplit(":", 1)
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect((host, int(port)))
+        return target, "open"
+    except ConnectionRefusedError:
+        return target, "refused"
+    except (socket.timeout, TimeoutError):
+        return target, "timeout"
+    except OSError as exc:
+        return target, f"error {exc.errno}"
+    finally:
+        s.close()
+
+with ThreadPoolExecutor(32) as pool:
+    print(json.dumps(dict(pool.map(knock, sys.argv[1:]))))
+"""
+
+
+def knock_locally(targets: Iterable[str]) -> dict[str, str]:
+    def one(target: str) -> tuple[str, str]:
+        host, port = target.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=3):
+                return target, "open"
+        except ConnectionRefusedError:
+            return target, "refused"
+        except TimeoutError:
+            return target, "timeout"
+        except OSError as exc:
+            return target, f"error {exc.errno}"
+
+    with ThreadPoolExecutor(32) as pool:
+        return dict(pool.map(one, targets))
+
+
+# ---- the oracle: what the inventory and the running services imply ------------------------------
+
+
+def hosts_of(name: str) -> list[str]:
+    return list(runner().get_hosts(name))
+
+
+@cache
+def variables(host: str) -> dict[str, Any]:
+    return dict(runner().get_variables(host))
+
+
+def address(host: str) -> str:
+    v = variables(host)
+    return str(v.get("firewall_address") or v.get("ansible_host") or host)
+
+
+def ufw_source(network: str) -> str:
+    net = ipaddress.ip_network(network, strict=False)
+    return str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
+
+
+def networks(host: str, kind: str) -> list[str]:
+    return [ufw_source(n) for n in variables(host).get(f"firewall_{kind}_networks", [])]
+
+
+def managed_hosts() -> list[str]:
+    return sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")})
+
+
+def zoo_cfg(host: str) -> dict[str, str]:
+    return read_properties(node(host), "/etc/zookeeper/zoo.cfg")
+
+
+@cache
+def expected_rules(host: str) -> frozenset[tuple[str, str]]:
+    """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address."""
+    rules: set[tuple[str, str]] = {("22/tcp", src) for src in networks(host, "admin")}
+    brokers, controllers = hosts_of("kafka_broker"), hosts_of("kafka_controller")
+    spark = hosts_of("spark")
+    zookeepers = hosts_of("zookeeper")
+    if host in brokers or host in controllers:
+        props = read_properties(node(host), "/etc/kafka/server.properties")
+        ports = {
+            item.split("://")[0]: item.rsplit(":", 1)[1] for item in props["listeners"].split(",") if "://" in item
+        }
+        controller_names = set(props.get("controller.listener.names", "").split(","))
+        declared = {item["name"]: item for item in variables(host).get("kafka_listeners", [])}
+        for name, port in ports.items():
+            if name in controller_names:
+                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *controllers}}
+                continue
+            own = declared.get(name, {}).get("client_networks")
+            clients = [ufw_source(n) for n in own] if own is not None else networks(host, "client")
+            rules |= {(f"{port}/tcp", src) for src in clients}
+            if name == props["inter.broker.listener.name"]:
+                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark}}
+    if host in zookeepers and variables(host).get("kafka_mode") == "zookeeper":
+        cfg = zoo_cfg(host)
+        rules |= {(f"{cfg['clientPort']}/tcp", address(h)) for h in {*brokers, *zookeepers}}
+        peer, election = next(v for k, v in cfg.items() if k.startswith("server.")).split(";")[0].split(":")[1:3]
+        rules |= {(f"{port}/tcp", address(h)) for h in zookeepers for port in (peer, election)}
+    if host in spark:
+        rules |= {("Anywhere", f"{address(h)}/tcp") for h in spark}
+        ui = []
+        if host in hosts_of("spark_master"):
+            ui += [str(variables(host).get("spark_master_webui_port", 8080)), "4040"]
+        if host in hosts_of("spark_worker"):
+            ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
+        rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}
+    own = address(host)
+    return frozenset((to, src) for to, src in rules if src.split("/")[0] != own)
+
+
+UFW_RULE = re.compile(r"^(?P<to>\S+)\s+ALLOW(?: IN)?\s+(?P<src>\S+)")
+
+
+def ufw_rules(status: str) -> set[tuple[str, str]]:
+    found = set()
+    for line in status.splitlines():
+        match = UFW_RULE.match(line.split("#", 1)[0].rstrip())
+        if match:
+            found.add((match["to"], match["src"]))
+    return found
+
+
+def allowed_from(host: str, port: str, source: str) -> bool:
+    ip = ipaddress.ip_address(source)
+    return any(
+        to == f"{port}/tcp" and ip in ipaddress.ip_network(src, strict=False) for to, src in expected_rules(host)
+    )
+
+
+def probe_targets(host: str) -> list[str]:
+    ports = sorted({to.split("/")[0] for to, _ in expected_rules(host) if to != "Anywhere"} | {"22"}, key=int)
+    return [f"{address(host)}:{port}" for port in ports]
+
+
+@cache
+def controller_address() -> str:
+    """The controller as the hosts see it: their default gateway (the docker network's bridge)."""
+    route = node(managed_hosts()[0]).check_output("ip -4 route show default")
+    return route.split()[2]
+
+
+# ---- ufw itself -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", managed_hosts())
+def test_ufw_is_active_and_denies_incoming_by_default(name: str) -> None:
+    status = node(name).check_output("ufw status verbose")
+    assert "Status: active" in status
+    assert "Default: deny (incoming), allow (outgoing), deny (routed)" in status
+    assert node(name).service("ufw").is_enabled
+
+
+@pytest.mark.parametrize("name", managed_hosts())
+def test_ufw_lists_exactly_the_rules_the_inventory_implies(name: str) -> None:
+    listed = ufw_rules(node(name).check_output("ufw status"))
+    expected = set(expected_rules(name))
+    assert listed - expected == set(), "rules the inventory does not imply"
+    assert expected - listed == set(), "rules the inventory implies but ufw lacks"
+
+
+# ---- packets ----------------------------------------------------------------------------------------
+
+
+def assert_knocks_match_rules(results: dict[str, str], source: str) -> None:
+    wrong = {}
+    for host in managed_hosts():
+        for target in probe_targets(host):
+            port = target.rsplit(":", 1)[1]
+            allowed = allowed_from(host, port, source)
+            got = results[target]
+            if allowed and got not in ("open", "refused"):
+                wrong[f"{host} {target}"] = f"{got}, but a rule allows {source}"
+            if not allowed and got != "timeout":
+                wrong[f"{host} {target}"] = f"{got}, but no rule allows {source}: it should be dropped"
+    assert wrong == {}
+
+
+@pytest.mark.parametrize("probe", hosts_of("firewall_probes"))
+def test_probe_host_gets_through_exactly_where_a_rule_lets_it(probe: str) -> None:
+    """The outsider is dropped everywhere (controller, inter-broker, ZooKeeper, client, SSH ports);
+    a probe in a client network reaches the client listeners and nothing else."""
+    targets = [t for host in managed_hosts() for t in probe_targets(host)]
+    host = node(probe)
+    script = host.run(f"python3 -c {shlex.quote(KNOCK)} " + " ".join(targets))
+    assert script.rc == 0, script.stderr
+    results = json.loads(script.stdout)
+    assert_knocks_match_rules(results, address(probe))
+    # The outsider is in no allowed network: then nothing at all may answer it.
+    if not any(allowed_from(h, t.rsplit(":", 1)[1], address(probe)) for h in managed_hosts() for t in probe_targets(h)):
+        assert set(results.values()) == {"timeout"}
+
+
+def test_controller_gets_through_exactly_where_a_rule_lets_it() -> None:
+    """The controller is a client, an admin and a monitor, but never a cluster member: the KRaft
+    controller port (and any ZooKeeper port) drops it, while SSH and the client listeners answer."""
+    targets = [t for host in managed_hosts() for t in probe_targets(host)]
+    assert_knocks_match_rules(knock_locally(targets), controller_address())
+
+
+# ---- clients through the firewall -------------------------------------------------------------------
+
+
+def kafka_python_zip(tmp: Path) -> Path:
+    """kafka-python (pure Python) as one zip a probe host can put on sys.path."""
+    package = Path(kafka.__file__).parent
+    target = tmp / "kafka-python.zip"
+    with zipfile.ZipFile(target, "w") as zf:
+        # Sources and the protocol's JSON schemas (read as package resources), no bytecode caches.
+        for path in package.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zf.write(path, Path("kafka") / path.relative_to(package))
+    return target
+
+
+CLIENT = r"""
+import json, sys
+sys.path.insert(0, "/tmp/kafka-python.zip")
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+bootstrap, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="probe")
+acked = [producer.send(topic, value=str(i).encode()).get(timeout=60) for i in range(count)]
+producer.close()
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+                         consumer_timeout_ms=20000, client_id="probe")
+parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+consumer.assign(parts)
+values = sorted(int(m.value) for m in consumer)
+print(json.dumps({"acked": len(acked), "partitions": sorted({a.partition for a in acked}), "values": values}))
+"""
+
+
+def client_probes() -> list[str]:
+    """Probe hosts inside a client network of the brokers (the molecule default scenario has one)."""
+    return [
+        p
+        for p in hosts_of("firewall_probes")
+        if any(
+            ipaddress.ip_address(address(p)) in ipaddress.ip_network(n)
+            for b in hosts_of("kafka_broker")
+            for n in networks(b, "client")
+        )
+    ]
+
+
+@pytest.mark.parametrize("probe", client_probes())
+def test_client_in_an_allowed_network_produces_and_consumes_through_the_client_listener(
+    probe: str, cluster: Cluster, tmp_path: Path
+) -> None:
+    topic = f"verify-firewall-{uuid.uuid4().hex[:8]}"
+    e2e.create_topic(cluster.bootstrap, topic, partitions=len(cluster.brokers), replication=len(cluster.brokers))
+    try:
+        host = node(probe)
+        copied = host.ansible("copy", f"src={kafka_python_zip(tmp_path)} dest=/tmp/kafka-python.zip", check=False)
+        assert not copied.get("failed"), copied
+        result = host.run(f"python3 -c {shlex.quote(CLIENT)} {cluster.bootstrap} {topic} 300")
+        assert result.rc == 0, result.stderr[-2000:]
+        data = json.loads(result.stdout)
+        assert data["acked"] == 300
+        assert data["values"] == list(range(300))
+    finally:
+        e2e.delete_topic(cluster.bootstrap, topic)
+
+
+def external_listeners(cluster: Cluster) -> dict[str, str]:
+    """broker -> its advertised address on the external listener (the one the inventory marks external)."""
+    names = {item["name"] for item in variables(cluster.brokers[0]).get("kafka_listeners", []) if item.get("external")}
+    found = {}
+    for broker in cluster.brokers:
+        for item in cluster.properties[broker].get("advertised.listeners", "").split(","):
+            name, _, rest = item.partition("://")
+            if name in names:
+                found[broker] = rest
+    return found
+
+
+def test_external_listener_behind_nat_serves_every_broker_from_one_published_address(cluster: Cluster) -> None:
+    external = external_listeners(cluster)
+    if not external:
+        pytest.skip("this inventory declares no external listener (kafka_listeners item with external: true)")
+    assert set(external) == set(cluster.brokers)
+    # Each broker is advertised under its own NAT address, none of them a cluster address.
+    assert len(set(external.values())) == len(cluster.brokers)
+    first = external[cluster.brokers[0]]
+    admin = KafkaAdminClient(bootstrap_servers=first, client_id="verify-nat")
+    topic = f"verify-nat-{uuid.uuid4().hex[:8]}"
+    try:
+        seen = {f"{b['host']}:{b['port']}" for b in admin.describe_cluster()["brokers"]}
+        assert seen == set(external.values()), "the cluster describes itself to NAT clients by the NAT addresses"
+        admin.create_topics([NewTopic(topic, len(cluster.brokers), len(cluster.brokers))])
+        admin.wait_for_topics([topic], timeout_ms=60_000)
+        leaders = {p["leader_id"] for p in admin.describe_topics([topic])[0]["partitions"]}
+        assert leaders == {cluster.node_id(b) for b in cluster.brokers}, "one partition led by each broker"
+        # Produced through NAT, read back through the internal listener, and the other way round.
+        through_nat = e2e.round_trip(first, topic, 600, consumer_bootstrap=cluster.bootstrap)
+        assert through_nat.ok and through_nat.consumed == 600, through_nat.summary()
+        through_internal = e2e.round_trip(cluster.bootstrap, topic, 600, consumer_bootstrap=first)
+        assert through_internal.ok and through_internal.consumed == 600, through_internal.summary()
+    finally:
+        admin.delete_topics([topic])
+        admin.close()
