@@ -549,7 +549,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
         if slow:
             which = "cold converge" if cold.get("wall_s") else "no-op re-run"
             out.append(f"  ten slowest tasks ({which}):")
-            out += [f"    {t['seconds']:7.1f} s  {t['task']}" for t in slow]
+            out += [f"    {t['seconds']:7.1f} s  {t['task']}  [{t['play']}]" for t in slow]
     phys = doc.get("physical") or {}
     if phys:
         disk, net = phys.get("disk") or {}, phys.get("loopback") or {}
@@ -571,7 +571,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
             f"min.insync.replicas {s.get('min_insync_replicas')}, linger.ms {s.get('linger_ms')}, "
             f"batch.size {s.get('batch_size')}, unthrottled",
             f"  {'client':<13} {'size':>5} {'acks':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
-            f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'disk':>6} {'net':>6}",
+            f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'of disk':>7} {'of net':>7}",
         ]
         for r in kafka.get("producers") or []:
             head = f"  {r['client']:<13} {r['record_size']:>5} {r['acks']:>4} {r['records']:>8} "
@@ -582,12 +582,12 @@ def render_table(doc: Mapping[str, Any]) -> str:
             out.append(
                 head + f"{_num(r['records_per_s']):>8} {_num(r['mib_per_s'], 2):>7} {_num(lat.get('p50')):>7} "
                 f"{_num(lat.get('p99')):>7} {_num(lat.get('p99.9')):>8} "
-                f"{_pct(r.get('of_disk')):>6} {_pct(r.get('of_loopback')):>6}"
+                f"{_pct(r.get('of_disk')):>7} {_pct(r.get('of_loopback')):>7}"
             )
         out += [
             "  Kafka consumers: the acks=all topic of the same client and size, from the beginning",
             f"  {'client':<13} {'size':>5} {'':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
-            f"{'':>7} {'':>7} {'':>8} {'':>6} {'net':>6}",
+            f"{'':>7} {'':>7} {'':>8} {'':>7} {'of net':>7}",
         ]
         for r in kafka.get("consumers") or []:
             head = f"  {r['client']:<13} {r['record_size']:>5} {'':>4} {r['records']:>8} "
@@ -596,7 +596,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 continue
             out.append(
                 head + f"{_num(r['records_per_s']):>8} {_num(r['mib_per_s'], 2):>7} {'':>7} {'':>7} {'':>8} "
-                f"{'':>6} {_pct(r.get('of_loopback')):>6}"
+                f"{'':>7} {_pct(r.get('of_loopback')):>7}"
             )
         if kafka.get("fraction_note"):
             out.append(f"  disk/net: {kafka['fraction_note']}")
@@ -618,7 +618,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 f"per trigger, {s.get('partitions')} partitions, cores.max {s.get('cores_max')}, "
                 f"executor {s.get('executor_memory')}",
                 f"  backlog of {_num(backlog.get('records'))} drained: {_num(backlog.get('rows_per_s'))} "
-                f"processed rows/s ({backlog.get('batches')} batches, {backlog.get('busy_s')} s busy)",
+                f"processed rows/s ({backlog.get('batches')} batches, {_num(backlog.get('busy_s'), 1)} s busy)",
                 f"  steady {_num(steady.get('rate_per_s'))} records/s for {steady.get('seconds')} s: "
                 f"produce-to-Parquet p50 {_num(lat.get('p50'))} ms, p99 {_num(lat.get('p99'))} ms "
                 f"({_num(steady.get('records'))} records, {_num(steady.get('rows_per_s'))} processed rows/s busy)",
@@ -639,14 +639,15 @@ def _plot_provisioning(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | No
     slow = (cold.get("slowest_tasks") if cold.get("wall_s") else None) or noop.get("slowest_tasks") or []
     if not slow:
         return None
-    fig, ax = plt.subplots(figsize=(11, 5))
-    ax.barh([t["task"][:80] for t in reversed(slow)], [t["seconds"] for t in reversed(slow)], color="#4c72b0")
+    fig, ax = plt.subplots(figsize=(12, 5))
+    ranked = list(reversed(slow))  # the slowest on top; two tasks may share a name, so positions, not labels
+    ax.barh(range(len(ranked)), [t["seconds"] for t in ranked], color="#4c72b0")
+    ax.set_yticks(range(len(ranked)), [f"{t['task'][:60]} [{t['play'][:24]}]" for t in ranked], fontsize=7)
     ax.set_xlabel("seconds")
-    ax.tick_params(axis="y", labelsize=7)
+    which = "cold converge" if cold.get("wall_s") else "no-op re-run"
     ax.set_title(
         f"site.yml: cold converge {fmt_duration(cold.get('wall_s'))}, no-op re-run {fmt_duration(noop.get('wall_s'))} "
-        f"({noop.get('changed_total', '-')} changed); ten slowest tasks of the "
-        + ("cold converge" if cold.get("wall_s") else "no-op re-run"),
+        f"({noop.get('changed_total', '-')} changed tasks)\nthe ten slowest tasks of the {which} [play]",
         fontsize=10,
     )
     return fig, f"ansible-playbook -i {doc.get('inventory')} playbooks/site.yml ({prov.get('hosts')} hosts)"
@@ -767,9 +768,9 @@ def write_plots(doc: Mapping[str, Any], out_dir: Path) -> list[Path]:
         if made is None:
             continue
         fig, settings = made
-        fig.text(0.01, 0.005, f"{settings}\n{machine_line(doc)}", fontsize=7, va="bottom", color="#444444", wrap=True)
         fig.tight_layout(rect=(0, 0.07, 1, 0.96))
-        fig.savefig(out_dir / name, dpi=110)
+        fig.text(0.01, 0.005, f"{settings}\n{machine_line(doc)}", fontsize=7, va="bottom", color="#444444", wrap=True)
+        fig.savefig(out_dir / name, dpi=110, bbox_inches="tight")  # long task names stay whole
         plt.close(fig)
         written.append(out_dir / name)
     return written

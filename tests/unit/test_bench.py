@@ -432,7 +432,7 @@ def test_table_shows_settings_machine_and_each_figure() -> None:
     assert "load average start 1.00/1.50/2.00, end 3.00/2.50/2.00" in table
     assert "cold converge        not measured: --no-cold (BENCH_COLD=0)" in table
     assert "changed tasks: 0" in table
-    assert "9.0 s  kafka : Wait for ports" in table
+    assert "9.0 s  kafka : Wait for ports  [Kafka]" in table
     assert "RF 3, 3 partitions, min.insync.replicas 2" in table
     java = next(line for line in table.splitlines() if line.strip().startswith("kafka-java      100  all"))
     assert java.split()[4:] == ["40,000", "3.81", "2", "7", "9", "5.0%", "0.6%"]
