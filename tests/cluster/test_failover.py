@@ -36,7 +36,11 @@ class IsrWatcher:
     """Polls partition state in a thread; remembers the smallest ISR seen and when it was full again."""
 
     def __init__(self, bootstrap: str, topic: str, replicas: int) -> None:
-        self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-isr-watch")
+        # A short request timeout: a call that lands on a paused broker must not blind the watcher for
+        # longer than the few seconds the ISR stays shrunk (seen: a 15 s timeout missed a whole shrink).
+        self._admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap, client_id="kafkalab-isr-watch", request_timeout_ms=3000
+        )
         self._topic, self._replicas = topic, replicas
         self._stop = threading.Event()
         self.min_isr = replicas
@@ -142,10 +146,11 @@ def pause_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
     pid = host.run("systemctl show kafka --property=MainPID --value").stdout.strip()
     assert host.run(f"kill -STOP {pid}").rc == 0
     try:
-        # KRaft: longer than broker.session.timeout.ms (9 s), so the controller fences the broker and
+        # KRaft: well over broker.session.timeout.ms (9 s), so the controller fences the broker and
         # shrinks the ISRs. ZooKeeper mode has no fencing: a stalled broker leaves the ISRs only after
         # replica.lag.time.max.ms (30 s), so a 20 s pause there shrinks nothing (observed).
-        time.sleep(20 if cluster.mode == "kraft" else 40)
+        # 25 s leaves the ISR shrunk for 15 s or more, long enough for the watcher to see it on a loaded host.
+        time.sleep(25 if cluster.mode == "kraft" else 40)
     finally:
         assert host.run(f"kill -CONT {pid}").rc == 0
     return name
