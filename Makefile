@@ -77,7 +77,7 @@ report: venv  ## cluster report: brokers, controller, partitions (leader/ISR/off
 	@cat .cache/report/report.txt
 	@echo "(JSON: .cache/report/report.json)"
 
-bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~15 min: converge (cold, no-op), Kafka, disk/net limits, Spark job; JSON + plots in .cache/bench
+bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~10 min: converge (cold, no-op), Kafka, disk/net limits, Spark job; JSON + plots in .cache/bench
 	$(BIN)/python -m kafkalab.bench --inventory $(LAB_INVENTORY) $(if $(filter 0,$(BENCH_COLD)),--no-cold,--cold)
 
 lab-status: venv  ## state of the lab hosts
