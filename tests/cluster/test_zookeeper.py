@@ -1,8 +1,10 @@
 """ZooKeeper-mode checks: each server of the ensemble, the ensemble as a whole, and its data.
 
 Deselected in KRaft mode (conftest.py reads the mode from the nodes). The four-letter words go over
-TCP from the controller with zk4lw, the client the zookeeper role installs on its hosts; znodes are
-written and read with the brokers' zookeeper-shell, through each server in turn.
+TCP with zk4lw, the client the zookeeper role installs on its hosts, run on another member of the
+ensemble: the firewall admits only the cluster's members to the ZooKeeper ports, not the controller
+(tests/cluster/test_firewall.py checks that). Znodes are written and read with the brokers'
+zookeeper-shell, through each server in turn.
 """
 
 from __future__ import annotations
@@ -68,14 +70,22 @@ def test_zoo_cfg_lists_every_server_with_peer_and_election_ports(host: Any) -> N
     assert set(cfg["4lw.commands.whitelist"].split(",")) >= {"ruok", "srvr", "mntr"}
 
 
+def ask(server: str, word: str) -> str:
+    """A four-letter word sent to `server` over the network from another member of the ensemble."""
+    others = [name for name in SERVERS if name != server] or [server]
+    address, port = ensemble()[server]
+    result = node(others[0]).run(f"/usr/local/bin/zk4lw {word} {address}:{port}")
+    assert result.rc == 0, f"{others[0]} -> {server}: {result.stderr}"
+    return str(result.stdout)
+
+
 @pytest.mark.parametrize("server", SERVERS)
 def test_every_server_answers_ruok(server: str) -> None:
-    address, port = ensemble()[server]
-    assert zk4lw.four_letter_word(address, port, "ruok") == "imok"
+    assert ask(server, "ruok") == "imok"
 
 
 def test_srvr_shows_exactly_one_leader_and_the_rest_followers() -> None:
-    modes = {name: zk4lw.mode_of(zk4lw.four_letter_word(*address, "srvr")) for name, address in ensemble().items()}
+    modes = {name: zk4lw.mode_of(ask(name, "srvr")) for name in SERVERS}
     assert sorted(modes.values()) == sorted(["leader"] + ["follower"] * (len(SERVERS) - 1)), modes
 
 
