@@ -69,3 +69,15 @@ def test_status_file_keeps_first_and_last_batch_per_query(tmp_path: Path) -> Non
         5007,
     )
     assert doc["started_from"] == {"records": {"checkpoint": None}}
+
+
+def test_an_idle_query_shows_in_the_status_until_its_next_batch(tmp_path: Path) -> None:
+    # After a restart with nothing new to read, Spark 4 sends idle events and no progress at all.
+    status = P.StatusFile(tmp_path / "status.json", {})
+    status.idle("records", "2026-11-22T03:39:37.000Z")
+    status.idle("records", "2026-11-22T03:39:47.000Z")
+    entry = json.loads((tmp_path / "status.json").read_text())["queries"]["records"]
+    assert entry == {"rows_since_start": 0, "first_batch": None, "idle_since": "2026-11-22T03:39:37.000Z"}
+    status.record("records", P.summarize_progress(PROGRESS))
+    entry = json.loads((tmp_path / "status.json").read_text())["queries"]["records"]
+    assert "idle_since" not in entry and entry["last_batch"]["batch_id"] == 12

@@ -77,8 +77,10 @@ class ProgressListener(StreamingQueryListener):
 
     def __init__(self, status: StatusFile) -> None:
         self.status = status
+        self.names: dict[str, str] = {}  # query id -> name: idle events carry only the id
 
     def onQueryStarted(self, event: Any) -> None:
+        self.names[str(event.id)] = str(event.name)
         LOG.info("query %s started (id %s)", event.name, event.id)
 
     def onQueryProgress(self, event: Any) -> None:
@@ -89,7 +91,9 @@ class ProgressListener(StreamingQueryListener):
         LOG.info(progress_line(name, summary))
 
     def onQueryIdle(self, event: Any) -> None:
-        pass
+        # After a restart with nothing new to read, Spark 4 runs no batch and sends idle events instead
+        # of progress: without this the status file would not show the query at all until data comes.
+        self.status.idle(self.names.get(str(event.id), str(event.id)), str(event.timestamp))
 
     def onQueryTerminated(self, event: Any) -> None:
         LOG.error("query %s terminated: %s", event.id, event.exception)

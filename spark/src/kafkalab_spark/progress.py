@@ -126,6 +126,18 @@ class StatusFile:
             if entry["first_batch"] is None:
                 entry["first_batch"] = dict(summary)
             entry["last_batch"] = dict(summary)
+            entry.pop("idle_since", None)
+            self._doc["updated_at"] = time.time()
+            self._write()
+
+    def idle(self, query: str, timestamp: str) -> None:
+        """The query ran a trigger and found no new data (Spark 4 reports that instead of a progress
+        event): it is alive and caught up. Recorded once per idle spell, not on every trigger."""
+        with self._lock:
+            entry = self._doc["queries"].setdefault(query, {"rows_since_start": 0, "first_batch": None})
+            if "idle_since" in entry:
+                return
+            entry["idle_since"] = timestamp
             self._doc["updated_at"] = time.time()
             self._write()
 
