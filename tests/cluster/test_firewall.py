@@ -23,6 +23,8 @@ import json
 import re
 import shlex
 import socket
+import subprocess
+import sys
 import uuid
 import zipfile
 from collections.abc import Iterable
@@ -33,10 +35,12 @@ from typing import Any
 
 import kafka
 import pytest
-from conftest import Cluster, node, read_properties, runner
+from conftest import Cluster, inventory_path, node, read_properties, runner
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafkalab import e2e
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # One TCP knock: "open" (accepted), "refused" (RST: a rule let the packet in, nothing listens), or
 # "timeout" (ufw dropped it). Run on probe hosts with their own python3.
@@ -346,3 +350,31 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
     finally:
         admin.delete_topics([topic])
         admin.close()
+
+
+def test_a_run_that_would_cut_its_own_ssh_connection_is_refused_before_any_change() -> None:
+    """Over SSH (the lab, real VMs): admin networks that leave out where Ansible connects from stop the
+    run in the read-only host preflight, naming host and variable; no rule changes anywhere."""
+    first = managed_hosts()[0]
+    if variables(first).get("ansible_connection", "ssh") not in ("ssh", "ansible.builtin.ssh", "paramiko"):
+        pytest.skip("this inventory reaches its hosts without SSH (docker exec): nothing to lock out")
+    before = {name: node(name).check_output("ufw status") for name in managed_hosts()}
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            inventory_path(),
+            str(ROOT / "playbooks" / "firewall.yml"),
+            "-e",
+            json.dumps({"firewall_admin_networks": ["192.0.2.0/24"]}),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode != 0
+    flat = " ".join(result.stdout.split())
+    assert f"{first}: this run reaches the host over SSH from" in flat, result.stdout[-3000:]
+    assert "firewall_admin_networks (192.0.2.0/24)" in flat
+    assert {name: node(name).check_output("ufw status") for name in managed_hosts()} == before
