@@ -178,7 +178,9 @@ def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str
     for rule in rules:
         assert host.run(f"iptables -I {rule}").rc == 0
     try:
-        time.sleep(20)
+        # ZooKeeper mode: past zookeeper.session.timeout.ms (18 s) and replica.lag.time.max.ms (30 s) with a
+        # margin, or the ISR may never shrink (seen in CI at 20 s); KRaft fences after 9 s.
+        time.sleep(20 if cluster.mode == "kraft" else 40)
     finally:
         for rule in rules:
             host.run(f"iptables -D {rule}")
