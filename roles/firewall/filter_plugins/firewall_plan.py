@@ -400,17 +400,16 @@ def ufw_unwanted(current: Iterable[Mapping[str, str]], wanted: Iterable[Mapping[
 
 def _delete_args(rule: Mapping[str, str]) -> dict[str, str]:
     direction, _, interface = rule["direction"].partition("_")
-    args = {
+    return {
         "rule": rule["action"],
         "direction": direction,
         "from_ip": "any" if rule["src"] in (ANY_V4, ANY_V6) else rule["src"],
         "to_ip": "any" if rule["dst"] in (ANY_V4, ANY_V6) else rule["dst"],
         "from_port": "" if rule["sport"] == "any" else rule["sport"],
         "to_port": "" if rule["dport"] == "any" else rule["dport"],
-        "proto": "any" if rule["proto"] == "any" else rule["proto"],
+        "proto": rule["proto"],
         "interface": interface,
     }
-    return args
 
 
 class FilterModule:
