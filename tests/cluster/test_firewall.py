@@ -22,13 +22,11 @@ import ipaddress
 import json
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import uuid
 import zipfile
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,7 @@ from kafkalab import e2e
 ROOT = Path(__file__).resolve().parents[2]
 
 # One TCP knock: "open" (accepted), "refused" (RST: a rule let the packet in, nothing listens), or
-# "timeout" (ufw dropped it). Run on probe hosts with their own python3.
+# "timeout" (ufw dropped it). Run on probe hosts with their own python3, and on the controller.
 KNOCK = r"""
 import json, socket, sys
 from concurrent.futures import ThreadPoolExecutor
@@ -70,20 +68,11 @@ with ThreadPoolExecutor(32) as pool:
 
 
 def knock_locally(targets: Iterable[str]) -> dict[str, str]:
-    def one(target: str) -> tuple[str, str]:
-        host, port = target.rsplit(":", 1)
-        try:
-            with socket.create_connection((host, int(port)), timeout=3):
-                return target, "open"
-        except ConnectionRefusedError:
-            return target, "refused"
-        except TimeoutError:
-            return target, "timeout"
-        except OSError as exc:
-            return target, f"error {exc.errno}"
-
-    with ThreadPoolExecutor(32) as pool:
-        return dict(pool.map(one, targets))
+    """The same knocks from the controller: KNOCK run by this Python."""
+    result = subprocess.run(
+        [sys.executable, "-c", KNOCK, *targets], capture_output=True, text=True, timeout=120, check=True
+    )
+    return dict(json.loads(result.stdout))
 
 
 # ---- the oracle: what the inventory and the running services imply ------------------------------
@@ -179,6 +168,10 @@ def allowed_from(host: str, port: str, source: str) -> bool:
     )
 
 
+def all_targets() -> list[str]:
+    return [t for host in managed_hosts() for t in probe_targets(host)]
+
+
 def probe_targets(host: str) -> list[str]:
     ports = sorted({to.split("/")[0] for to, _ in expected_rules(host) if to != "Anywhere"} | {"22"}, key=int)
     return [f"{address(host)}:{port}" for port in ports]
@@ -231,9 +224,8 @@ def assert_knocks_match_rules(results: dict[str, str], source: str) -> None:
 def test_probe_host_gets_through_exactly_where_a_rule_lets_it(probe: str) -> None:
     """The outsider is dropped everywhere (controller, inter-broker, ZooKeeper, client, SSH ports);
     a probe in a client network reaches the client listeners and nothing else."""
-    targets = [t for host in managed_hosts() for t in probe_targets(host)]
     host = node(probe)
-    script = host.run(f"python3 -c {shlex.quote(KNOCK)} " + " ".join(targets))
+    script = host.run(f"python3 -c {shlex.quote(KNOCK)} " + " ".join(all_targets()))
     assert script.rc == 0, script.stderr
     results = json.loads(script.stdout)
     assert_knocks_match_rules(results, address(probe))
@@ -245,8 +237,7 @@ def test_probe_host_gets_through_exactly_where_a_rule_lets_it(probe: str) -> Non
 def test_controller_gets_through_exactly_where_a_rule_lets_it() -> None:
     """The controller is a client, an admin and a monitor, but never a cluster member: the KRaft
     controller port (and any ZooKeeper port) drops it, while SSH and the client listeners answer."""
-    targets = [t for host in managed_hosts() for t in probe_targets(host)]
-    assert_knocks_match_rules(knock_locally(targets), controller_address())
+    assert_knocks_match_rules(knock_locally(all_targets()), controller_address())
 
 
 # ---- clients through the firewall -------------------------------------------------------------------
