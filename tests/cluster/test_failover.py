@@ -14,6 +14,7 @@ groups split partitions and keep independent offsets, as the cluster report show
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 import uuid
@@ -112,6 +113,34 @@ def service_running(host: Any) -> bool:
     return bool(host.run("systemctl is-active kafka").stdout.strip() == "active")
 
 
+def accepts_connections(address: str) -> bool:
+    """A TCP connect to host:port succeeds: the broker's acceptor is up, not only its registration."""
+    hostname, port = address.rsplit(":", 1)
+    with socket.create_connection((hostname, int(port)), timeout=3):
+        return True
+
+
+def unhealthy(cluster: Cluster, admin: KafkaAdminClient) -> list[str]:
+    """What keeps the cluster from full health: brokers not serving, partitions (internal ones too) without
+    a leader or with a short ISR. Empty when every broker serves and every replica is in sync."""
+    addresses = {name: cluster.broker_address(name) for name in cluster.brokers}
+    problems = [f"{n} refuses {a}" for n, a in addresses.items() if not _quietly(accepts_connections, a)]
+    registered = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+    problems += [f"{n} not registered" for n in cluster.brokers if cluster.node_id(n) not in registered]
+    for topic in admin.describe_topics():
+        for p in topic["partitions"]:
+            if p["leader_id"] < 0 or len(p["isr_nodes"]) < len(p["replica_nodes"]):
+                problems.append(f"{topic['name']}-{p['partition_index']} leader={p['leader_id']} isr={p['isr_nodes']}")
+    return problems
+
+
+def _quietly(check: Callable[[str], bool], arg: str) -> bool:
+    try:
+        return check(arg)
+    except OSError:
+        return False
+
+
 # Each disruption gets the node, the cluster and the admin client and returns when the node has been
 # restored (or is being restored by systemd); recovery is then awaited through the ISR.
 def kill_leader(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
@@ -204,6 +233,23 @@ def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
     client.close()
 
 
+@pytest.fixture(autouse=True)
+def healthy_start(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    """Every case starts on a fully healthy cluster. A broker that a previous case disrupted may still be
+    rejoining (in ZooKeeper mode a broker is leader again before its listener accepts connections); a case
+    started then would measure the previous case's recovery, not its own."""
+    last: list[str] = []
+
+    def healthy() -> bool:
+        last[:] = unhealthy(cluster, admin)
+        return not last
+
+    try:
+        wait_for(healthy, RECOVERY_TIMEOUT_S, "the cluster to be fully healthy before the case")
+    except AssertionError as err:
+        raise AssertionError(f"{err}; still wrong: {last[:10]}") from None
+
+
 @pytest.fixture
 def replicated_topic(cluster: Cluster) -> Iterator[str]:
     topic = f"failover-{uuid.uuid4().hex[:8]}"
@@ -274,6 +320,9 @@ def test_rf1_partition_goes_offline_with_its_broker_and_returns_with_its_data(
         finally:
             assert host.run("systemctl start kafka").rc == 0
         wait_for(lambda: partition_leader(admin, topic) == owner, 120, f"{topic}-0 to come back on {owner}")
+        # ZooKeeper mode registers the broker (and the controller makes it leader) before its listener opens.
+        address = cluster.broker_address(broker_host(cluster, owner))
+        wait_for(lambda: accepts_connections(address), 60, f"broker {owner} to accept connections on {address}")
         result = e2e.compare(acked, e2e.consume_run(cluster.bootstrap, topic, run_id))
         assert result.ok and result.consumed == 500, result.summary()
     finally:
