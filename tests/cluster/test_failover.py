@@ -3,9 +3,11 @@
 For each case a producer (acks=all, idempotent) writes a numbered stream to an RF 3,
 min.insync.replicas 2 topic while one broker is disrupted: its partition leader is killed with
 SIGKILL or stopped cleanly, the active controller is killed, a broker is paused with SIGSTOP, or a
-broker is cut off from its peers by firewall rules. During the case the ISR must shrink and grow
-back to the full replica set, and acknowledgements must keep coming; afterwards a consumer reads
-everything back: every acknowledged message exactly once, in order within each partition.
+broker is cut off from its peers by firewall rules. During the case replication must be seen
+disturbed (an ISR shrink, or a leader epoch rise when the shrink is too short to sample) and then
+every ISR back to the full replica set, and acknowledgements must keep coming; afterwards a consumer
+reads everything back: every acknowledged message exactly once, in order within each partition.
+Each case starts on a fully healthy cluster.
 
 Also: an RF 1 partition goes offline with its broker and comes back with its data, and consumer
 groups split partitions and keep independent offsets, as the cluster report shows.
