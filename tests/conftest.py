@@ -13,3 +13,5 @@ sys.path.insert(0, str(ROOT / "roles" / "firewall" / "filter_plugins"))
 # zk4lw is a script the zookeeper role installs on its hosts; the suites import its pure functions.
 sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "files"))
 sys.path.insert(0, str(ROOT / "roles" / "kafka_topics" / "module_utils"))
+# inventory_hosts: the inventory helpers both cluster suites (tests/cluster, tests/spark_cluster) share.
+sys.path.insert(0, str(ROOT / "tests"))

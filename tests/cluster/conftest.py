@@ -19,41 +19,15 @@ from functools import cache
 from typing import Any
 
 import pytest
-import testinfra
-from testinfra.utils.ansible_runner import AnsibleRunner
 
-# zk4lw (the four-letter words client the zookeeper role installs) is imported by test_zookeeper.py.
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "roles", "zookeeper", "files"))
+# zk4lw (the four-letter words client the zookeeper role installs) is imported by test_zookeeper.py;
+# inventory_hosts (shared with tests/spark_cluster) sits one folder up. tests/conftest.py adds both
+# too; this suite also runs from molecule scenario folders, so it does not count on that.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "roles", "zookeeper", "files"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 
-
-def inventory_path() -> str:
-    """The inventory to test: KAFKALAB_INVENTORY, or molecule's whole inventory directory.
-
-    Under molecule, MOLECULE_INVENTORY_FILE names only the generated file; the directory around it
-    also holds the linked group_vars, host_vars and the extra `hosts` source that nests groups.
-    """
-    if os.environ.get("KAFKALAB_INVENTORY"):
-        return os.environ["KAFKALAB_INVENTORY"]
-    if os.environ.get("MOLECULE_INVENTORY_FILE"):
-        return os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
-    raise RuntimeError("set KAFKALAB_INVENTORY (or run under molecule) to point the suite at a cluster")
-
-
-@cache
-def runner() -> AnsibleRunner:
-    return AnsibleRunner(inventory_path())
-
-
-def group(name: str) -> list[str]:
-    """Hosts of an inventory group; an empty group is an error, never a silently skipped test."""
-    hosts = list(runner().get_hosts(name))
-    if not hosts:
-        raise RuntimeError(f"inventory {inventory_path()} has no hosts in group {name}")
-    return hosts
-
-
-def node(name: str) -> Any:
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory_path()}")
+from inventory_hosts import group, node, runner  # noqa: E402
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from conftest import Cluster, node, read_properties
+from conftest import Cluster, read_properties
+from inventory_hosts import node
 from kafka.admin import KafkaAdminClient
 
 from kafkalab import e2e

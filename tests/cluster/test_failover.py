@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import Cluster, node
+from conftest import Cluster
+from inventory_hosts import node
 from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient
 from kafka.errors import CommitFailedError, RebalanceInProgressError

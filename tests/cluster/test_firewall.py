@@ -33,7 +33,8 @@ from typing import Any
 
 import kafka
 import pytest
-from conftest import Cluster, inventory_path, node, read_properties, runner
+from conftest import Cluster, read_properties
+from inventory_hosts import inventory_path, node, runner
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafkalab import e2e

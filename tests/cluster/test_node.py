@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ID_PROPERTY, group, inventory_path, read_properties, runner
+from conftest import ID_PROPERTY, read_properties
+from inventory_hosts import group, inventory_path, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in group("kafka")]
 

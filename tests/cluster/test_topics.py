@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cluster, group, inventory_path, runner
+from conftest import Cluster
+from inventory_hosts import group, inventory_path, runner
 from kafka.admin import ConfigResource, KafkaAdminClient
 
 ROOT = Path(__file__).resolve().parents[2]

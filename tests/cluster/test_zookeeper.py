@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 import zk4lw
-from conftest import cluster_mode, group, inventory_path, node, read_properties, runner
+from conftest import cluster_mode, read_properties
+from inventory_hosts import group, inventory_path, node, runner
 
 pytestmark = pytest.mark.zookeeper
 

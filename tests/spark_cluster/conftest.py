@@ -8,43 +8,16 @@ come from the settings file the role rendered on the node, so the suite checks t
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import pytest
-import testinfra
-from testinfra.utils.ansible_runner import AnsibleRunner
+from inventory_hosts import group, node
 
 CONFIG = "/etc/spark-consumer/job.toml"
 VENV_PYTHON = "/opt/spark/venv/bin/python"
 SERVICE = "spark-consumer"
-
-
-def inventory_path() -> str:
-    if os.environ.get("KAFKALAB_INVENTORY"):
-        return os.environ["KAFKALAB_INVENTORY"]
-    if os.environ.get("MOLECULE_INVENTORY_FILE"):
-        return os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
-    raise RuntimeError("set KAFKALAB_INVENTORY (or run under molecule) to point the suite at a cluster")
-
-
-@cache
-def runner() -> AnsibleRunner:
-    return AnsibleRunner(inventory_path())
-
-
-def group(name: str) -> list[str]:
-    hosts = list(runner().get_hosts(name))
-    if not hosts:
-        raise RuntimeError(f"inventory {inventory_path()} has no hosts in group {name}")
-    return hosts
-
-
-def node(name: str) -> Any:
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory_path()}")
 
 
 @dataclass(frozen=True)

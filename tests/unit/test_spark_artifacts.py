@@ -132,3 +132,28 @@ def test_cli_fetch_jars_reports_integrity_errors_with_exit_3(tmp_path: Path, cap
     code = A.main(["fetch-jars", "--lock", str(lock), "--repository", repo, "--out", str(tmp_path / "out")])
     assert code == A.EXIT_INTEGRITY
     assert "checksum mismatch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algorithm", ["sha512", "sha1"])
+def test_lock_jars_pins_each_jar_checked_against_the_published_checksum(tmp_path: Path, algorithm: str) -> None:
+    _, repo = jar_site(tmp_path)
+    for jar in (tmp_path / "repo").rglob("*.jar"):
+        digest = hashlib.new(algorithm, jar.read_bytes()).hexdigest()
+        jar.with_name(f"{jar.name}.{algorithm}").write_text(f"{digest}  {jar.name}\n")
+    coordinates = ["org.example:beta_2.13:2.0", "org.example:alpha:1.0"]
+    path = A.lock_jars(
+        "spark-kafka-9.9.9", coordinates, repo, tmp_path / "locks", A.build_opener(A.ssl_context({})), quiet
+    )
+    lock = A.load_jar_lock(path)
+    assert [a.file for a in lock.artifacts] == ["alpha-1.0.jar", "beta_2.13-2.0.jar"]
+    assert lock.artifacts[0].sha512 == hashlib.sha512(b"jar alpha").hexdigest()
+    assert lock.artifacts[0].size == len(b"jar alpha")
+
+
+def test_lock_jars_refuses_a_jar_that_differs_from_the_published_checksum(tmp_path: Path) -> None:
+    _, repo = jar_site(tmp_path)
+    jar = tmp_path / "repo/org/example/alpha/1.0/alpha-1.0.jar"
+    jar.with_name("alpha-1.0.jar.sha1").write_text(hashlib.sha1(b"what was published").hexdigest() + "\n")
+    with pytest.raises(A.ChecksumMismatchError, match=r"alpha-1\.0\.jar: sha1 .* differs from the repository's"):
+        A.lock_jars("x", ["org.example:alpha:1.0"], repo, tmp_path / "locks", A.build_opener(A.ssl_context({})), quiet)
+    assert not (tmp_path / "locks" / "x.json").exists()
