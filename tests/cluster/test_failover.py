@@ -198,17 +198,37 @@ def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str
     return name
 
 
+# Kafka's defaults for the two timeouts that decide when a stalled or cut-off broker leaves the ISRs.
+BROKER_SESSION_TIMEOUT_MS = 9000
+REPLICA_LAG_TIME_MAX_MS = 30000
+# Past the timeout, time for the ISR to stay shrunk while the watcher (0.25 s samples) looks; KRaft
+# fences a little after its session timeout, so it gets more.
+STALL_MARGIN_S = {"kraft": 15, "zookeeper": 10}
+
+
+def stall_seconds(cluster: Cluster, name: str) -> float:
+    """How long to pause or isolate a broker so that replication really notices, read from its config.
+
+    KRaft: the controller fences a broker that misses heartbeats for broker.session.timeout.ms and
+    shrinks its ISRs at once. ZooKeeper mode has no fencing: the leaders drop a silent follower only
+    after replica.lag.time.max.ms (a 20 s pause there shrank nothing; a 20 s isolation shrank nothing
+    in one CI run). Each gets a margin, so the ISR stays shrunk long enough for the watcher to see it.
+    """
+    props = cluster.properties[name]
+    if cluster.mode == "kraft":
+        timeout_ms = int(props.get("broker.session.timeout.ms", BROKER_SESSION_TIMEOUT_MS))
+    else:
+        timeout_ms = int(props.get("replica.lag.time.max.ms", REPLICA_LAG_TIME_MAX_MS))
+    return timeout_ms / 1000 + STALL_MARGIN_S[cluster.mode]
+
+
 def pause_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
     name = broker_host(cluster, partition_leader(admin, topic))
     host = node(name)
     pid = host.run("systemctl show kafka --property=MainPID --value").stdout.strip()
     assert host.run(f"kill -STOP {pid}").rc == 0
     try:
-        # KRaft: well over broker.session.timeout.ms (9 s), so the controller fences the broker and
-        # shrinks the ISRs. ZooKeeper mode has no fencing: a stalled broker leaves the ISRs only after
-        # replica.lag.time.max.ms (30 s), so a 20 s pause there shrinks nothing (observed).
-        # 25 s leaves the ISR shrunk for 15 s or more, long enough for the watcher to see it on a loaded host.
-        time.sleep(25 if cluster.mode == "kraft" else 40)
+        time.sleep(stall_seconds(cluster, name))
     finally:
         assert host.run(f"kill -CONT {pid}").rc == 0
     return name
@@ -236,9 +256,7 @@ def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str
     for rule in rules:
         assert host.run(f"iptables -I {rule}").rc == 0
     try:
-        # ZooKeeper mode: past zookeeper.session.timeout.ms (18 s) and replica.lag.time.max.ms (30 s) with a
-        # margin, or the ISR may never shrink (seen in CI at 20 s); KRaft fences after 9 s.
-        time.sleep(20 if cluster.mode == "kraft" else 40)
+        time.sleep(stall_seconds(cluster, name))
     finally:
         for rule in rules:
             host.run(f"iptables -D {rule}")
