@@ -30,6 +30,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	# The project's collection (collections/ansible_collections/kafkalab/common) is shared Python for the
+	# roles' plugins, the controller tools and the tests: put it on the venv's path.
+	echo "$(CURDIR)/collections" > $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/kafkalab-collections.pth
 	touch $@
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
@@ -89,8 +92,8 @@ lab-destroy: venv  ## remove the lab hosts and network (keeps the image and arti
 lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
-	$(BIN)/ruff check src tests roles spark
-	$(BIN)/ruff format --check src tests roles spark
+	$(BIN)/ruff check src tests roles spark collections
+	$(BIN)/ruff format --check src tests roles spark collections
 	$(BIN)/mypy
 
 unit: venv  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession)

@@ -25,22 +25,19 @@ import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ansible_collections.kafkalab.common.plugins.module_utils import inventory
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import get
+
 NETWORK_CLASSES = {
     "admin": "firewall_admin_networks",
     "clients": "firewall_client_networks",
     "monitoring": "firewall_monitoring_networks",
 }
 PROTOCOLS = ("tcp", "udp")
+# Where the source address of a host's packets comes from, first match wins (then the inventory name).
+FIREWALL_ADDRESS = ("firewall_address", "ansible_host")
 # ufw's tuple for "from anywhere / to anywhere" in /etc/ufw/user.rules.
 ANY_V4, ANY_V6 = "0.0.0.0/0", "::/0"
-
-
-def _get(hostvars: Mapping[str, Any], host: str, name: str, default: Any = None) -> Any:
-    try:
-        value = hostvars[host][name]
-    except (KeyError, TypeError):
-        return default
-    return default if value is None else value
 
 
 def _resolve(name: str) -> str | None:
@@ -61,12 +58,12 @@ def host_address(hostvars: Mapping[str, Any], host: str, resolve: Callable[[str]
     """The IP other hosts' packets come from: firewall_address, ansible_host, the inventory name, or DNS.
 
     ufw rules need an IP; a DNS name is resolved on the controller (the same answer the hosts should get).
+    firewall_address is taken as it is: it must be an IP.
     """
-    explicit = _get(hostvars, host, "firewall_address")
-    if explicit:
-        return _ip(explicit)
-    candidate = str(_get(hostvars, host, "ansible_host") or host)
-    return _ip(candidate) or resolve(candidate)
+    address = str(inventory.host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
+    if get(hostvars, host, "firewall_address"):
+        return _ip(address)
+    return _ip(address) or resolve(address)
 
 
 def normalise_network(text: Any) -> tuple[str | None, str | None]:
@@ -162,7 +159,7 @@ def firewall_plan(
     services = list(services)
 
     def setting(host: str, name: str) -> Any:
-        return _get(hostvars, host, name, defaults.get(name))
+        return get(hostvars, host, name, defaults.get(name))
 
     addresses: dict[str, str] = {}
     referenced = [h for s in services for h in s.get("from_hosts", [])]
@@ -178,7 +175,7 @@ def firewall_plan(
         if address is None:
             problems.append(
                 f"{host}: no IP address for the firewall rules of its peers: ansible_host "
-                f"'{_get(hostvars, host, 'ansible_host', host)}' is not an IP and does not resolve on the controller. "
+                f"'{get(hostvars, host, 'ansible_host', host)}' is not an IP and does not resolve on the controller. "
                 f"Set firewall_address (the IP this host's cluster traffic comes from) for {host}."
             )
         else:
@@ -237,86 +234,6 @@ def firewall_plan(
                     rules.add(own_net, port, proto, name)
         plan[host] = {"enabled": enabled, "address": addresses.get(host, ""), "rules": rules.ordered()}
     return {"hosts": plan, "problems": problems}
-
-
-def kafka_services(
-    kafka_model: Mapping[str, Any], kafka_settings: Mapping[str, Any], client_hosts: Iterable[str] = ()
-) -> list[dict[str, Any]]:
-    """Who must reach each Kafka port, from the kafka role's cluster model.
-
-    Every broker listener is open to its client networks (the listener's client_networks, else the
-    `clients` class); the inter-broker listener also to the other brokers and to the in-cluster clients
-    (the Spark job). The KRaft controller listener is open to every Kafka node and nothing else.
-    """
-    nodes = kafka_model.get("nodes", {})
-    brokers = [h for h, n in nodes.items() if "broker" in n.get("roles", [])]
-    controllers = [h for h, n in nodes.items() if "controller" in n.get("roles", [])]
-    inter_broker = str(kafka_settings.get("inter_broker_listener_name"))
-    declared = {str(item.get("name")): item for item in kafka_settings.get("listeners", [])}
-    services = []
-    for host in brokers:
-        for item in nodes[host].get("listeners", []):
-            networks = declared.get(item["name"], {}).get("client_networks")
-            services.append(
-                {
-                    "name": f"kafka {item['name']}",
-                    "hosts": [host],
-                    "port": item["port"],
-                    "from_hosts": [*brokers, *client_hosts] if item["name"] == inter_broker else [],
-                    "from_networks": list(networks) if networks is not None else ["clients"],
-                }
-            )
-    if kafka_model.get("mode") != "zookeeper" and controllers:
-        services.append(
-            {
-                "name": "kafka controller quorum",
-                "hosts": controllers,
-                "port": kafka_settings.get("controller_listener", {}).get("port"),
-                "from_hosts": list(dict.fromkeys([*controllers, *brokers])),
-                "from_networks": [],
-            }
-        )
-    return services
-
-
-def zookeeper_services(
-    servers: Iterable[str], brokers: Iterable[str], settings: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """The ensemble's client port for the brokers (and the servers' own checks), quorum ports for the servers."""
-    servers, brokers = list(servers), list(brokers)
-    if not servers:
-        return []
-    return [
-        {
-            "name": "zookeeper client",
-            "hosts": servers,
-            "port": settings.get("client_port"),
-            "from_hosts": list(dict.fromkeys([*brokers, *servers])),
-        },
-        {"name": "zookeeper peer", "hosts": servers, "port": settings.get("peer_port"), "from_hosts": servers},
-        {"name": "zookeeper election", "hosts": servers, "port": settings.get("election_port"), "from_hosts": servers},
-    ]
-
-
-def spark_services(masters: Iterable[str], workers: Iterable[str], settings: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Spark hosts talk to each other on ports Spark picks at run time (driver, block managers, shuffle),
-    so each Spark host accepts any TCP port from the other Spark hosts, and nothing from elsewhere but the
-    web UIs, which are open to the monitoring networks."""
-    masters, workers = list(masters), list(workers)
-    members = list(dict.fromkeys([*masters, *workers]))
-    if not members:
-        return []
-    services: list[dict[str, Any]] = [{"name": "spark peers", "hosts": members, "port": "", "from_hosts": members}]
-    ui = [
-        ("spark master ui", masters, settings.get("master_webui_port")),
-        ("spark worker ui", workers, settings.get("worker_webui_port")),
-        # The consumer job's driver runs on the master host.
-        ("spark job ui", masters[:1], settings.get("driver_ui_port")),
-    ]
-    for name, hosts, port in ui:
-        if hosts and port:
-            services.append({"name": name, "hosts": hosts, "port": port, "from_networks": ["monitoring"]})
-    return services
 
 
 def _port_key(port: str) -> tuple[int, int]:
@@ -418,9 +335,6 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "firewall_plan": firewall_plan,
-            "firewall_kafka_services": kafka_services,
-            "firewall_zookeeper_services": zookeeper_services,
-            "firewall_spark_services": spark_services,
             "firewall_address_in_networks": address_in_networks,
             "firewall_ufw_tuples": ufw_tuples,
             "firewall_ufw_unwanted": ufw_unwanted,

@@ -14,10 +14,21 @@ Pure functions over plain data, so tests/unit exercises them without Ansible or 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
+    KAFKA_ADDRESS,
+    ZOOKEEPER_ADDRESS,
+    as_int,
+    get,
+    host_address,
+    is_port,
+    valid_address,
+)
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
+from ansible_collections.kafkalab.common.plugins.module_utils.replication import replication_problems
 
 LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
@@ -42,68 +53,11 @@ ZOOKEEPER_CHROOT = re.compile(r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$")
 ZOOKEEPER_MODE_RELEASE = "3.9.2"
 # With broker.id.generation.enable (on by default in ZooKeeper mode) ids above this are refused.
 RESERVED_BROKER_MAX_ID = 1000
-HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
-)
-
-
-def _get(hostvars: Mapping[str, Any], host: str, name: str, default: Any = None) -> Any:
-    """Read one variable of one host, tolerating hosts or variables that are not there."""
-    try:
-        value = hostvars[host][name]
-    except (KeyError, TypeError):
-        return default
-    return default if value is None else value
-
-
-def _valid_address(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        return bool(HOSTNAME.match(value))
-
-
-def _address(hostvars: Mapping[str, Any], host: str) -> str | None:
-    """The address other nodes and clients use for a host.
-
-    kafka_advertised_host, else ansible_host, else the inventory name itself when it is an IP or a
-    fully qualified name (as Ansible would connect to it). A short alias such as `kafka2` is not
-    taken as an address: that is almost always an inventory that forgot ansible_host.
-    """
-    explicit = _get(hostvars, host, "kafka_advertised_host") or _get(hostvars, host, "ansible_host")
-    if explicit:
-        return str(explicit)
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        return host if "." in host and HOSTNAME.match(host) else None
-
-
-def _zookeeper_address(hostvars: Mapping[str, Any], host: str) -> str | None:
-    """The address brokers use for a ZooKeeper server: zookeeper_address, else the host's address.
-
-    The zookeeper role's model applies the same rule, so zookeeper.connect names the addresses the
-    ensemble's zoo.cfg uses (tests/unit check both agree).
-    """
-    explicit = _get(hostvars, host, "zookeeper_address")
-    return str(explicit) if explicit else _address(hostvars, host)
 
 
 def _major(version: Any) -> int | None:
     head = str(version or "").split(".", 1)[0]
     return int(head) if head.isdigit() else None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
 
 
 def _host_listeners(
@@ -143,7 +97,7 @@ def _host_listeners(
             )
         advertised_host = merged.get("advertised_host") or ("" if item.get("external") else address)
         # A host without any address is reported once, by the caller.
-        if advertised_host and not _valid_address(str(advertised_host)):
+        if advertised_host and not valid_address(str(advertised_host)):
             problems.append(
                 f"{host}: advertised address '{advertised_host}' of listener {name} is not a valid host name or IP."
             )
@@ -152,10 +106,12 @@ def _host_listeners(
                 "name": name,
                 "protocol": str(merged.get("protocol", "PLAINTEXT")),
                 "bind_host": str(merged.get("bind_host") or ""),
-                "port": _as_int(merged.get("port")),
+                "port": as_int(merged.get("port")),
                 "advertised_host": str(advertised_host or ""),
-                "advertised_port": _as_int(merged.get("advertised_port") or merged.get("port")),
+                "advertised_port": as_int(merged.get("advertised_port") or merged.get("port")),
                 "external": bool(item.get("external")),
+                # Who may reach it (the firewall role's input): None means the `clients` networks.
+                "client_networks": item.get("client_networks"),
             }
         )
     return result
@@ -180,8 +136,7 @@ def _check_listener_definitions(
             problems.append(
                 f"listener {name}: protocol '{item.get('protocol')}' is not one of {sorted(SECURITY_PROTOCOLS)}."
             )
-        port = _as_int(item.get("port"))
-        if port is None or not 0 < port < 65536:
+        if not is_port(item.get("port")):
             problems.append(f"listener {name}: port '{item.get('port')}' is not a TCP port number.")
         unknown = sorted(set(item) - LISTENER_KEYS)
         if unknown:
@@ -240,8 +195,8 @@ def _check_zookeeper_mode(
             "kafka_mode is zookeeper but the ZooKeeper group is empty or missing: put 1, 3 or 5 hosts in group "
             "zookeeper (kafka_zookeeper_group)."
         )
-    port = _as_int(settings.get("zookeeper_client_port"))
-    if port is None or not 0 < port < 65536:
+    port = as_int(settings.get("zookeeper_client_port"))
+    if not is_port(port):
         problems.append(
             f"kafka_zookeeper_client_port '{settings.get('zookeeper_client_port')}' is not a TCP port number."
         )
@@ -253,13 +208,13 @@ def _check_zookeeper_mode(
         )
     servers = []
     for host in zookeepers:
-        address = _zookeeper_address(hostvars, host)
+        address = host_address(hostvars, host, ZOOKEEPER_ADDRESS)
         if not address:
             problems.append(
                 f"{host} (ZooKeeper): no address: set ansible_host (or zookeeper_address) for this host in the "
                 "inventory, or name the host by its fully qualified DNS name."
             )
-        elif not _valid_address(address):
+        elif not valid_address(address):
             problems.append(f"{host} (ZooKeeper): address '{address}' is not a valid host name or IP.")
         else:
             servers.append(f"{address}:{port}")
@@ -324,8 +279,8 @@ def kafka_cluster_model(
     seen_ids: dict[int, str] = {}
     nodes: dict[str, dict[str, Any]] = {}
     for host in hosts:
-        raw_id = _get(hostvars, host, "kafka_node_id")
-        node_id = _as_int(raw_id)
+        raw_id = get(hostvars, host, "kafka_node_id")
+        node_id = as_int(raw_id)
         if raw_id is None:
             problems.append(
                 f"{host}: kafka_node_id is not set. Give every Kafka host a unique integer "
@@ -345,13 +300,13 @@ def kafka_cluster_model(
             )
         else:
             seen_ids[node_id] = host
-        address = _address(hostvars, host)
-        overrides = dict(_get(hostvars, host, "kafka_listener_overrides", {}) or {})
+        address = host_address(hostvars, host, KAFKA_ADDRESS)
+        overrides = dict(get(hostvars, host, "kafka_listener_overrides", {}) or {})
         host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []
         ports: dict[int, str] = {}
         for item in [
             *host_listeners,
-            {"name": controller_listener.get("name"), "port": _as_int(controller_listener.get("port"))},
+            {"name": controller_listener.get("name"), "port": as_int(controller_listener.get("port"))},
         ]:
             if item["port"] is None:
                 continue
@@ -393,29 +348,15 @@ def kafka_cluster_model(
             else:
                 advertised_by[key] = where
 
-    rf = _as_int(settings.get("default_replication_factor"))
-    min_isr = _as_int(settings.get("min_insync_replicas"))
-    if rf is None or rf < 1:
-        problems.append(
-            f"kafka_default_replication_factor '{settings.get('default_replication_factor')}' "
-            "must be a positive integer."
-        )
-    elif brokers and rf > len(brokers):
-        problems.append(
-            f"kafka_default_replication_factor {rf} is larger than the number of brokers ({len(brokers)}): "
-            f"lower it to at most {len(brokers)} or add brokers."
-        )
-    if min_isr is None or min_isr < 1:
-        problems.append(
-            f"kafka_min_insync_replicas '{settings.get('min_insync_replicas')}' must be a positive integer."
-        )
-    elif rf is not None and min_isr > rf:
-        problems.append(
-            f"kafka_min_insync_replicas {min_isr} is larger than kafka_default_replication_factor {rf}: "
-            "producers with acks=all could never write. Lower it."
-        )
+    problems += replication_problems(
+        settings.get("default_replication_factor"),
+        settings.get("min_insync_replicas"),
+        len(brokers),
+        rf_name="kafka_default_replication_factor",
+        min_isr_name="kafka_min_insync_replicas",
+    )
 
-    controller_port = _as_int(controller_listener.get("port"))
+    controller_port = as_int(controller_listener.get("port"))
     voters = ",".join(
         f"{nodes[h]['node_id']}@{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes
     )
@@ -428,7 +369,18 @@ def kafka_cluster_model(
     controller_bootstrap = ",".join(f"{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes)
     return {
         "mode": mode,
+        "version": str(settings.get("version") or ""),
         "nodes": nodes,
+        "inter_broker_listener_name": inter_broker_name,
+        "controller_listener": (
+            {}
+            if zookeeper_mode
+            else {
+                "name": str(controller_listener.get("name")),
+                "port": controller_port,
+                "protocol": str(controller_listener.get("protocol", "PLAINTEXT")),
+            }
+        ),
         "quorum_voters": voters,
         "controller_bootstrap": controller_bootstrap,
         "bootstrap_servers": bootstrap,
@@ -500,15 +452,42 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
     return props
 
 
-def to_properties(props: Mapping[str, Any]) -> str:
-    """Java properties text, one sorted key per line, values escaped the way java.util.Properties reads them."""
-    lines = []
-    for key in sorted(props):
-        raw = props[key]
-        text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
-        value = text.replace("\\", "\\\\").replace("\n", "\\n")
-        lines.append(f"{key}={value}")
-    return "\n".join(lines) + "\n"
+def kafka_firewall_services(model: Mapping[str, Any], client_hosts: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Who must reach each Kafka port (the firewall role's `firewall_services` records), from the model.
+
+    Every broker listener is open to its client networks (the listener's client_networks, else the
+    `clients` class); the inter-broker listener also to the other brokers and to the in-cluster clients
+    (client_hosts: the Spark job's hosts). The KRaft controller listener is open to every Kafka node and
+    nothing else.
+    """
+    nodes = model.get("nodes", {})
+    brokers = [h for h, n in nodes.items() if "broker" in n.get("roles", [])]
+    controllers = [h for h, n in nodes.items() if "controller" in n.get("roles", [])]
+    inter_broker = model.get("inter_broker_listener_name")
+    services = []
+    for host in brokers:
+        for item in nodes[host].get("listeners", []):
+            networks = item.get("client_networks")
+            services.append(
+                {
+                    "name": f"kafka {item['name']}",
+                    "hosts": [host],
+                    "port": item["port"],
+                    "from_hosts": [*brokers, *client_hosts] if item["name"] == inter_broker else [],
+                    "from_networks": list(networks) if networks is not None else ["clients"],
+                }
+            )
+    if model.get("mode") != "zookeeper" and controllers:
+        services.append(
+            {
+                "name": "kafka controller quorum",
+                "hosts": controllers,
+                "port": model.get("controller_listener", {}).get("port"),
+                "from_hosts": list(dict.fromkeys([*controllers, *brokers])),
+                "from_networks": [],
+            }
+        )
+    return services
 
 
 class FilterModule:
@@ -518,5 +497,6 @@ class FilterModule:
         return {
             "kafka_cluster_model": kafka_cluster_model,
             "kafka_server_properties": kafka_server_properties,
+            "kafka_firewall_services": kafka_firewall_services,
             "to_properties": to_properties,
         }

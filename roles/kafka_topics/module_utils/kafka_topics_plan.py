@@ -12,19 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import as_int
+from ansible_collections.kafkalab.common.plugins.module_utils.replication import replication_problems
+
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 STATES = ("present", "absent")
 FIELDS = {"name", "partitions", "replication_factor", "configs", "state"}
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
 
 
 def normalise(topic: dict[str, Any]) -> dict[str, Any]:
@@ -33,8 +26,8 @@ def normalise(topic: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": str(topic.get("name", "")),
         "state": str(topic.get("state", "present")),
-        "partitions": _int(topic.get("partitions")),
-        "replication_factor": _int(topic.get("replication_factor")),
+        "partitions": as_int(topic.get("partitions")),
+        "replication_factor": as_int(topic.get("replication_factor")),
         "configs": {
             str(k): ("true" if v is True else "false" if v is False else str(v)) for k, v in dict(configs).items()
         },
@@ -68,26 +61,18 @@ def check(declared: list[dict[str, Any]], broker_count: int | None, known_config
             problems.append(f"{where}: state '{topic['state']}' must be present or absent.")
         if topic["state"] == "absent":
             continue
-        partitions, rf = topic["partitions"], topic["replication_factor"]
+        partitions = topic["partitions"]
         if partitions is None or partitions < 1:
             problems.append(f"{where}: partitions '{raw.get('partitions')}' must be a positive integer.")
-        if rf is None or rf < 1:
-            problems.append(
-                f"{where}: replication_factor '{raw.get('replication_factor')}' must be a positive integer."
-            )
-        elif broker_count is not None and rf > broker_count:
-            problems.append(
-                f"{where}: replication_factor {rf} is larger than the number of brokers ({broker_count}); "
-                f"lower it to at most {broker_count}."
-            )
-        min_isr = _int(topic["configs"].get("min.insync.replicas"))
-        if "min.insync.replicas" in topic["configs"] and (min_isr is None or min_isr < 1):
-            problems.append(f"{where}: configs.min.insync.replicas must be a positive integer.")
-        elif min_isr is not None and rf is not None and min_isr > rf:
-            problems.append(
-                f"{where}: configs.min.insync.replicas {min_isr} is larger than replication_factor {rf}: "
-                "acks=all producers could never write."
-            )
+        problems += replication_problems(
+            raw.get("replication_factor"),
+            topic["configs"].get("min.insync.replicas"),
+            broker_count,
+            rf_name="replication_factor",
+            min_isr_name="configs.min.insync.replicas",
+            where=where,
+            min_isr_required=False,
+        )
         if known_configs is not None:
             for key in sorted(set(topic["configs"]) - known_configs):
                 problems.append(f"{where}: configs.{key} is not a topic config this cluster knows.")

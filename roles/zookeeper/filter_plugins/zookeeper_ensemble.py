@@ -8,60 +8,27 @@ model. Pure functions over plain data, so tests/unit exercises them without Ansi
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
+    ZOOKEEPER_ADDRESS,
+    as_int,
+    get,
+    host_address,
+    is_port,
+    valid_address,
 )
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
+
 MYID_RANGE = range(1, 256)
 # The four-letter words the health checks need (ruok: alive; srvr and mntr: mode and state).
 HEALTH_WORDS = ("ruok", "srvr", "mntr")
 
 
-def _get(hostvars: Mapping[str, Any], host: str, name: str) -> Any:
-    try:
-        return hostvars[host][name]
-    except (KeyError, TypeError):
-        return None
-
-
-def _valid_address(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-        return True
-    except ValueError:
-        return bool(HOSTNAME.match(value))
-
-
 def zookeeper_address(hostvars: Mapping[str, Any], host: str) -> str | None:
-    """The address peers and clients use for a server.
-
-    zookeeper_address, else kafka_advertised_host (the host's address when it also runs Kafka), else
-    ansible_host, else the inventory name when it is an IP or a fully qualified name. The kafka
-    role builds zookeeper.connect with the same rule.
-    """
-    for name in ("zookeeper_address", "kafka_advertised_host", "ansible_host"):
-        value = _get(hostvars, host, name)
-        if value:
-            return str(value)
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        return host if "." in host and HOSTNAME.match(host) else None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    """The address peers and clients use for a server (the kafka role builds zookeeper.connect the same way)."""
+    return host_address(hostvars, host, ZOOKEEPER_ADDRESS)
 
 
 def zookeeper_ensemble_model(
@@ -71,7 +38,8 @@ def zookeeper_ensemble_model(
 
     settings: client_port, peer_port, election_port, group (the inventory group's name, for messages).
     An empty group is no problem here (nothing to install); the kafka role refuses ZooKeeper mode
-    without an ensemble. Returns {"servers": {host: server}, "connect": str, "problems": [str]}.
+    without an ensemble. Returns {"servers": {host: server}, "connect": str,
+    "ports": {client_port, peer_port, election_port}, "problems": [str]}.
     """
     servers = list(servers)
     group = str(settings.get("group") or "zookeeper")
@@ -82,10 +50,10 @@ def zookeeper_ensemble_model(
             f"so a majority survives a failure. Add or remove one host in group {group}."
         )
     ports: dict[str, int | None] = {
-        name: _as_int(settings.get(name)) for name in ("client_port", "peer_port", "election_port")
+        name: as_int(settings.get(name)) for name in ("client_port", "peer_port", "election_port")
     }
     for name, port in ports.items():
-        if port is None or not 0 < port < 65536:
+        if not is_port(port):
             problems.append(f"zookeeper_{name} '{settings.get(name)}' is not a TCP port number.")
     numbers = [p for p in ports.values() if p is not None]
     if len(set(numbers)) != len(numbers):
@@ -96,8 +64,8 @@ def zookeeper_ensemble_model(
     seen: dict[int, str] = {}
     model: dict[str, dict[str, Any]] = {}
     for host in servers:
-        raw = _get(hostvars, host, "zookeeper_myid")
-        myid = _as_int(raw)
+        raw = get(hostvars, host, "zookeeper_myid")
+        myid = as_int(raw)
         if raw is None:
             problems.append(
                 f"{host}: zookeeper_myid is not set. Give every host in group {group} a unique zookeeper_myid "
@@ -120,12 +88,12 @@ def zookeeper_ensemble_model(
                 f"{host}: no address for ZooKeeper: set ansible_host (or zookeeper_address) for this host in the "
                 "inventory, or name the host by its fully qualified DNS name."
             )
-        elif not _valid_address(address):
+        elif not valid_address(address):
             problems.append(f"{host}: ZooKeeper address '{address}' is not a valid host name or IP.")
         model[host] = {"host": host, "myid": myid, "address": str(address or "")}
 
     connect = ",".join(f"{s['address']}:{ports['client_port']}" for s in model.values())
-    return {"servers": model, "connect": connect, "problems": problems}
+    return {"servers": model, "connect": connect, "ports": ports, "problems": problems}
 
 
 def zookeeper_config(model: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, str]:
@@ -157,12 +125,26 @@ def zookeeper_cfg_text(config: Mapping[str, Any]) -> str:
             return (1, int(key[7:]), key)
         return (0, 0, key)
 
-    lines = []
-    for key in sorted(config, key=order):
-        raw = config[key]
-        text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
-        lines.append(f"{key}={text}")
-    return "\n".join(lines) + "\n"
+    return to_properties(config, order=order)
+
+
+def zookeeper_firewall_services(model: Mapping[str, Any], brokers: Iterable[str]) -> list[dict[str, Any]]:
+    """Who must reach each ZooKeeper port (the firewall role's `firewall_services` records): the client port
+    the brokers (and the servers' own checks), the quorum ports the servers only."""
+    servers, brokers = list(model.get("servers", {})), list(brokers)
+    if not servers:
+        return []
+    ports = model.get("ports", {})
+    return [
+        {
+            "name": "zookeeper client",
+            "hosts": servers,
+            "port": ports.get("client_port"),
+            "from_hosts": list(dict.fromkeys([*brokers, *servers])),
+        },
+        {"name": "zookeeper peer", "hosts": servers, "port": ports.get("peer_port"), "from_hosts": servers},
+        {"name": "zookeeper election", "hosts": servers, "port": ports.get("election_port"), "from_hosts": servers},
+    ]
 
 
 class FilterModule:
@@ -173,4 +155,5 @@ class FilterModule:
             "zookeeper_ensemble_model": zookeeper_ensemble_model,
             "zookeeper_config": zookeeper_config,
             "zookeeper_cfg_text": zookeeper_cfg_text,
+            "zookeeper_firewall_services": zookeeper_firewall_services,
         }

@@ -1,0 +1,82 @@
+"""Reading the inventory: one variable of one host, integers, addresses, and which address a host has.
+
+Every role's model (Kafka, ZooKeeper, firewall, Spark) reads hostvars through these functions, so a
+missing host, a null value or a string "3" is treated the same way everywhere. Pure functions.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+# Where a host's address comes from, first match wins (then the inventory name, if it is an IP or a fully
+# qualified name). Kafka nodes: the advertised host, else the connection address. ZooKeeper servers put
+# zookeeper_address in front, so brokers' zookeeper.connect and the ensemble's zoo.cfg agree.
+KAFKA_ADDRESS = ("kafka_advertised_host", "ansible_host")
+ZOOKEEPER_ADDRESS = ("zookeeper_address", *KAFKA_ADDRESS)
+# Spark hosts: the advertised host, else the connection address, else the inventory name as it is.
+SPARK_ADDRESS = ("spark_advertised_host", "ansible_host")
+
+
+def get(hostvars: Mapping[str, Any], host: str, name: str, default: Any = None) -> Any:
+    """One variable of one host; `default` when the host or the variable is missing or null."""
+    try:
+        value = hostvars[host][name]
+    except (KeyError, TypeError):
+        return default
+    return default if value is None else value
+
+
+def as_int(value: Any) -> int | None:
+    """An int from an int or a string of digits (an optional leading -); None for anything else, bools included."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit() and text.count("-") <= 1 and not text.endswith("-"):
+            return int(text)
+    return None
+
+
+def is_port(value: Any) -> bool:
+    """A TCP/UDP port number, 1..65535."""
+    port = as_int(value)
+    return port is not None and 0 < port < 65536
+
+
+def is_ip(value: Any) -> bool:
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def valid_address(value: Any) -> bool:
+    """An IP address or a syntactically valid DNS name."""
+    return is_ip(value) or bool(HOSTNAME.match(str(value)))
+
+
+def host_address(
+    hostvars: Mapping[str, Any], host: str, precedence: Sequence[str], bare_names: bool = False
+) -> str | None:
+    """The address of a host: the first variable in `precedence` that is set, else the inventory name.
+
+    The inventory name is taken when it is an IP or a fully qualified name (as Ansible would connect to
+    it). A short alias such as `kafka2` is taken only with bare_names: for cluster peers it is almost
+    always an inventory that forgot ansible_host. None when there is no address.
+    """
+    for name in precedence:
+        value = get(hostvars, host, name)
+        if value:
+            return str(value)
+    if bare_names or is_ip(host) or ("." in host and HOSTNAME.match(host)):
+        return host
+    return None
