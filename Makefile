@@ -99,12 +99,16 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 unit: venv  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession)
 	$(BIN)/pytest -p no:cacheprovider tests/unit spark/tests -q
 
-molecule: venv artifacts image  ## molecule scenarios: default (KRaft), zookeeper (3.9 + ensemble), spark (job on a Spark node)
-	$(BIN)/molecule test -s default
-	$(BIN)/molecule test -s zookeeper
-	$(BIN)/molecule test -s spark
+MOLECULE_SCENARIOS := default zookeeper spark
 
-test: lint unit molecule  ## everything CI runs
+molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))  ## molecule scenarios: default (KRaft), zookeeper (3.9 + ensemble), spark (job on a Spark node)
+
+# make test prepares the artifacts and the image once, as steps of their own, then sets MOLECULE_PREPARED.
+molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule scenario, e.g. make molecule-zookeeper
+	$(BIN)/molecule test -s $*
+
+test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint unit artifacts image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache

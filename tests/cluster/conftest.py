@@ -8,6 +8,11 @@ Mode: tests marked `kraft` or `zookeeper` only apply to one metadata mode. The m
 node's server.properties (process.roles: KRaft; zookeeper.connect: ZooKeeper) and must agree with
 the inventory's kafka_mode; a disagreement or an unreadable node is an error, never a silent skip.
 Tests of the other mode are deselected (reported as such), not skipped.
+
+Read-only against real clusters: tests marked `changes_cluster` (they apply playbooks: the topic
+lifecycle, a firewall run) run only on a disposable cluster, that is under molecule or against an
+inventory that says `lab_disposable_cluster: true` (inventories/lab does). Against any other inventory
+they are skipped, and the skip says why.
 """
 
 from __future__ import annotations
@@ -26,18 +31,23 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "roles", "zookeeper", "files"))
 sys.path.insert(0, os.path.join(HERE, ".."))
+# The project's collection (the one properties parser); the venv has it on its path too.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
 
-from inventory_hosts import group, node, runner  # noqa: E402
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
+from inventory_hosts import group, inventory_path, node, runner  # noqa: E402
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:
-    props: dict[str, str] = {}
-    for line in host.file(path).content_string.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.partition("=")
-            props[key.strip()] = value.strip()
-    return props
+    return parse_properties(host.file(path).content_string)
+
+
+@cache
+def disposable_cluster() -> bool:
+    """Under molecule, or an inventory that declares its cluster disposable (the lab)."""
+    if os.environ.get("MOLECULE_INVENTORY_FILE"):
+        return True
+    return runner().get_variables(group("kafka")[0]).get("lab_disposable_cluster") is True
 
 
 def listener_address(props: dict[str, str], listener: str) -> str:
@@ -78,6 +88,17 @@ def cluster_mode() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     for mode in MODES:
         config.addinivalue_line("markers", f"{mode}: applies to {mode} mode only (deselected in the other mode)")
+    config.addinivalue_line(
+        "markers", "changes_cluster: applies playbooks to the cluster; runs only on disposable clusters (molecule, lab)"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("changes_cluster") and not disposable_cluster():
+        pytest.skip(
+            f"changes the cluster, and {inventory_path()} is not a disposable one (molecule, or an inventory with "
+            "lab_disposable_cluster: true): verification of this cluster stays read-only"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -344,6 +344,7 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
         admin.close()
 
 
+@pytest.mark.changes_cluster
 def test_a_run_that_would_cut_its_own_ssh_connection_is_refused_before_any_change() -> None:
     """Over SSH (the lab, real VMs): admin networks that leave out where Ansible connects from stop the
     run in the read-only host preflight, naming host and variable; no rule changes anywhere."""

@@ -79,6 +79,7 @@ def test_declared_topics_exist_as_declared(admin: KafkaAdminClient) -> None:
             assert found["configs"].get(key) == str(value), (topic["name"], key)
 
 
+@pytest.mark.changes_cluster
 def test_rerun_changes_nothing() -> None:
     result = run_topics()
     assert result.returncode == 0, result.stdout[-3000:]
@@ -94,6 +95,7 @@ def test_check_mode_shows_the_plan_and_changes_nothing(admin: KafkaAdminClient) 
     assert shape(admin, name) is None
 
 
+@pytest.mark.changes_cluster
 def test_topic_lifecycle_grow_reconfigure_refuse_shrink_delete(admin: KafkaAdminClient) -> None:
     name = f"verify-topics-{uuid.uuid4().hex[:8]}"
     rf = min(2, len(group("kafka_broker")))
@@ -135,6 +137,7 @@ def test_topic_lifecycle_grow_reconfigure_refuse_shrink_delete(admin: KafkaAdmin
     ],
     ids=["rf-above-brokers", "min-isr-above-rf", "unknown-config"],
 )
+@pytest.mark.changes_cluster
 def test_bad_topic_declaration_is_refused_before_any_change(
     admin: KafkaAdminClient, topic: dict[str, Any], message: str
 ) -> None:
