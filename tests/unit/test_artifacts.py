@@ -18,7 +18,15 @@ from typing import Any
 
 import pytest
 
-from kafkalab import artifacts as A
+from kafkalab.artifacts.classfile import has_public_static_main
+from kafkalab.artifacts.cli import main
+from kafkalab.artifacts.distribution import AssembleResult, render
+from kafkalab.artifacts.distribution import assemble as assemble_distribution
+from kafkalab.artifacts.errors import EXIT_INTEGRITY, ArtifactError, ChecksumMismatchError
+from kafkalab.artifacts.lock import jar_file_name, load_lock, lock_path, parse_lock
+from kafkalab.artifacts.maven import DEFAULT_REPOSITORY, REPOSITORY_ENV, build_opener, resolve_repository, ssl_context
+from kafkalab.artifacts.relock import artifact_from_layout, relock_roots
+from kafkalab.artifacts.tarball import FIXED_MTIME
 
 ROOT = Path(__file__).resolve().parents[2]
 # Kafka distribution locks; the jar locks (spark-kafka-*.json) have their own format and tests.
@@ -67,7 +75,7 @@ def lock_document(repo: Path) -> dict[str, Any]:
     """Write fake jars into repo (Maven layout) and return a lock that pins them."""
     entries = []
     for group, artifact, version, classifier in FAKE_COORDINATES:
-        file = A.jar_file_name(artifact, version, classifier)
+        file = jar_file_name(artifact, version, classifier)
         data = fake_jar(file)
         path = repo / "/".join([*group.split("."), artifact, version, file])
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,17 +107,17 @@ def fake_site(tmp_path: Path) -> tuple[Path, str, Path]:
     repo = tmp_path / "repo"
     lock_dir = tmp_path / "locks"
     lock_dir.mkdir()
-    lock_file = A.lock_path(lock_dir, "2.13", "9.9.9")
+    lock_file = lock_path(lock_dir, "2.13", "9.9.9")
     lock_file.write_text(json.dumps(lock_document(repo), indent=2) + "\n")
     return lock_file, repo.as_uri(), repo
 
 
 def opener() -> Any:
-    return A.build_opener(A.ssl_context({}))
+    return build_opener(ssl_context({}))
 
 
-def assemble(lock_file: Path, repository: str, out: Path) -> A.AssembleResult:
-    return A.assemble(lock_file, repository, out, opener(), quiet, jobs=2)
+def assemble(lock_file: Path, repository: str, out: Path) -> AssembleResult:
+    return assemble_distribution(lock_file, repository, out, opener(), quiet, jobs=2)
 
 
 # --- lock parsing -----------------------------------------------------------------------------------
@@ -117,7 +125,7 @@ def assemble(lock_file: Path, repository: str, out: Path) -> A.AssembleResult:
 
 @pytest.mark.parametrize("path", COMMITTED_LOCKS, ids=lambda p: p.name)
 def test_committed_lock_parses_and_names_every_required_tool(path: Path) -> None:
-    lock = A.load_lock(path)
+    lock = load_lock(path)
     assert path.name == f"{lock.dist_name}.json"
     assert set(lock.tools) >= REQUIRED_TOOLS
     files = {art.file for art in lock.artifacts}
@@ -137,7 +145,7 @@ def test_committed_locks_exist_for_kafka_4_and_3_9() -> None:
 
 
 def test_parse_lock_reads_coordinates_and_classifier(tmp_path: Path) -> None:
-    lock = A.parse_lock(lock_document(tmp_path))
+    lock = parse_lock(lock_document(tmp_path))
     zstd = next(art for art in lock.artifacts if art.artifact == "zstd-jni")
     assert zstd.classifier == "linux_amd64"
     assert zstd.coordinate == "com.github.luben:zstd-jni:1.5.6:linux_amd64"
@@ -172,17 +180,17 @@ def test_parse_lock_reads_coordinates_and_classifier(tmp_path: Path) -> None:
 def test_parse_lock_rejects_invalid_lock(tmp_path: Path, mutate: Any, message: str) -> None:
     doc = lock_document(tmp_path)
     mutate(doc)
-    with pytest.raises(A.ArtifactError, match=message):
-        A.parse_lock(doc)
+    with pytest.raises(ArtifactError, match=message):
+        parse_lock(doc)
 
 
 def test_missing_lock_tells_how_to_create_it(tmp_path: Path) -> None:
-    with pytest.raises(A.ArtifactError, match="relock"):
-        A.load_lock(tmp_path / "kafka_2.13-0.0.1.json")
+    with pytest.raises(ArtifactError, match="relock"):
+        load_lock(tmp_path / "kafka_2.13-0.0.1.json")
 
 
 def test_artifact_from_layout_splits_group_version_and_classifier() -> None:
-    art = A.artifact_from_layout(
+    art = artifact_from_layout(
         "io/netty/netty-transport-native-epoll/4.1.1/netty-transport-native-epoll-4.1.1-linux-x86_64.jar",
         "0" * 128,
         5,
@@ -199,28 +207,28 @@ def test_artifact_from_layout_splits_group_version_and_classifier() -> None:
 
 
 def test_repository_precedence_is_cli_then_env_then_central(tmp_path: Path) -> None:
-    env = {A.REPOSITORY_ENV: "https://mirror.example/maven2/"}
-    assert A.resolve_repository(None, {}) == A.DEFAULT_REPOSITORY
-    assert A.resolve_repository(None, env) == "https://mirror.example/maven2"
-    assert A.resolve_repository(str(tmp_path), env) == tmp_path.resolve().as_uri()
-    with pytest.raises(A.ArtifactError, match="unsupported repository"):
-        A.resolve_repository("ftp://example/", {})
+    env = {REPOSITORY_ENV: "https://mirror.example/maven2/"}
+    assert resolve_repository(None, {}) == DEFAULT_REPOSITORY
+    assert resolve_repository(None, env) == "https://mirror.example/maven2"
+    assert resolve_repository(str(tmp_path), env) == tmp_path.resolve().as_uri()
+    with pytest.raises(ArtifactError, match="unsupported repository"):
+        resolve_repository("ftp://example/", {})
 
 
 def test_render_refuses_unknown_placeholder() -> None:
-    assert A.render("a @@X@@ b", {"X": "1"}) == "a 1 b"
-    with pytest.raises(A.ArtifactError, match="@@Y@@"):
-        A.render("@@Y@@", {"X": "1"})
+    assert render("a @@X@@ b", {"X": "1"}) == "a 1 b"
+    with pytest.raises(ArtifactError, match="@@Y@@"):
+        render("@@Y@@", {"X": "1"})
 
 
 @pytest.mark.parametrize(("slf4j", "binding"), [("1.7.36", "log4j-slf4j-impl"), ("2.0.17", "log4j-slf4j2-impl")])
 def test_relock_picks_the_log4j2_binding_matching_slf4j_major(slf4j: str, binding: str) -> None:
-    roots = A.relock_roots("4.3.1", "2.13", slf4j, "2.25.4")
+    roots = relock_roots("4.3.1", "2.13", slf4j, "2.25.4")
     assert ("org.apache.logging.log4j", binding, "2.25.4") in roots
 
 
 def test_relock_uses_reload4j_for_kafka_3() -> None:
-    artifacts = {a for _, a, _ in A.relock_roots("3.9.2", "2.13", "1.7.36", None)}
+    artifacts = {a for _, a, _ in relock_roots("3.9.2", "2.13", "1.7.36", None)}
     assert {"slf4j-reload4j", "reload4j"} <= artifacts
 
 
@@ -241,7 +249,7 @@ def minimal_class(method_flags: int, method_name: str = "main") -> bytes:
     ids=["public-static-main", "instance-main", "other-method"],
 )
 def test_has_public_static_main_reads_class_file(flags: int, name: str, expected: bool) -> None:
-    assert A.has_public_static_main(minimal_class(flags, name)) is expected
+    assert has_public_static_main(minimal_class(flags, name)) is expected
 
 
 # --- assembly ---------------------------------------------------------------------------------------
@@ -255,7 +263,7 @@ def test_assemble_refuses_jar_whose_sha512_differs_from_lock(fake_site: tuple[Pa
     actual = hashlib.sha512(tampered.read_bytes()).hexdigest()
     out = tmp_path / "out"
 
-    with pytest.raises(A.ChecksumMismatchError) as excinfo:
+    with pytest.raises(ChecksumMismatchError) as excinfo:
         assemble(lock_file, repository, out)
 
     message = str(excinfo.value)
@@ -274,7 +282,7 @@ def test_cli_exits_nonzero_on_checksum_mismatch(
     argv = ["assemble-kafka", "--version", "9.9.9", "--repository", repository]
     argv += ["--lock-dir", str(lock_file.parent), "--out", str(tmp_path / "out")]
 
-    assert A.main(argv) == A.EXIT_INTEGRITY
+    assert main(argv) == EXIT_INTEGRITY
     assert "checksum mismatch for kafka_2.13-9.9.9.jar" in capsys.readouterr().err
 
 
@@ -298,7 +306,7 @@ def test_tarball_metadata_is_fixed(fake_site: tuple[Path, str, Path], tmp_path: 
     with tarfile.open(result.tarball) as tar:
         members = tar.getmembers()
     assert [m.name for m in members] == sorted(m.name for m in members)
-    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(A.FIXED_MTIME, 0, 0, "root", "root")}
+    assert {(m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == {(FIXED_MTIME, 0, 0, "root", "root")}
 
 
 def test_tarball_mirrors_the_official_layout(fake_site: tuple[Path, str, Path], tmp_path: Path) -> None:

@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from kafkalab import artifacts as A
+from kafkalab.artifacts.cli import main
+from kafkalab.artifacts.errors import EXIT_INTEGRITY, ArtifactError, ChecksumMismatchError
+from kafkalab.artifacts.lock import jar_file_name, load_jar_lock, parse_jar_lock
+from kafkalab.artifacts.maven import build_opener, ssl_context
+from kafkalab.artifacts.spark import build_wheels, fetch_jars, lock_jars, read_requirements
 
 ROOT = Path(__file__).resolve().parents[2]
 JAR_LOCKS = sorted((ROOT / "artifacts" / "locks").glob("spark-kafka-*.json"))
@@ -26,7 +30,7 @@ def jar_site(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     entries = []
     for group, artifact, version in (("org.example", "alpha", "1.0"), ("org.example", "beta_2.13", "2.0")):
-        file = A.jar_file_name(artifact, version, None)
+        file = jar_file_name(artifact, version, None)
         data = f"jar {artifact}".encode()
         path = repo / "org" / "example" / artifact / version / file
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,7 +46,7 @@ def jar_site(tmp_path: Path) -> tuple[Path, str]:
 
 @pytest.mark.parametrize("path", JAR_LOCKS, ids=lambda p: p.name)
 def test_committed_jar_lock_pins_the_spark_kafka_connector(path: Path) -> None:
-    lock = A.load_jar_lock(path)
+    lock = load_jar_lock(path)
     version = path.stem.removeprefix("spark-kafka-")
     names = {(a.artifact, a.version) for a in lock.artifacts}
     assert ("spark-sql-kafka-0-10_2.13", version) in names
@@ -52,15 +56,15 @@ def test_committed_jar_lock_pins_the_spark_kafka_connector(path: Path) -> None:
 
 @pytest.mark.parametrize("path", REQUIREMENT_LOCKS, ids=lambda p: p.name)
 def test_committed_pyspark_lock_pins_pyspark_and_py4j_by_hash(path: Path) -> None:
-    pins = dict(A.read_requirements(path))
+    pins = dict(read_requirements(path))
     assert pins["pyspark"] == path.stem.removeprefix("pyspark-")
     assert "py4j" in pins
     assert JAR_LOCKS and any(p.stem == f"spark-kafka-{pins['pyspark']}" for p in JAR_LOCKS), "no connector lock"
 
 
 def test_a_kafka_distribution_lock_is_not_a_jar_lock() -> None:
-    with pytest.raises(A.ArtifactError, match="'kind' must be 'jars'"):
-        A.parse_jar_lock({"schema": 1, "name": "x", "artifacts": []})
+    with pytest.raises(ArtifactError, match="'kind' must be 'jars'"):
+        parse_jar_lock({"schema": 1, "name": "x", "artifacts": []})
 
 
 def test_fetch_jars_lays_out_exactly_the_locked_jars(tmp_path: Path) -> None:
@@ -68,27 +72,27 @@ def test_fetch_jars_lays_out_exactly_the_locked_jars(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (out / "spark-kafka-9.9.9").mkdir(parents=True)
     (out / "spark-kafka-9.9.9" / "stale.jar").write_bytes(b"old")
-    result = A.fetch_jars(lock, repo, out, A.build_opener(A.ssl_context({})), quiet, jobs=2)
+    result = fetch_jars(lock, repo, out, build_opener(ssl_context({})), quiet, jobs=2)
     files = sorted(p.name for p in result.directory.iterdir())
     assert files == ["SHA512SUMS", "alpha-1.0.jar", "beta_2.13-2.0.jar"]
     assert (result.downloaded, result.cached) == (2, 0)
-    again = A.fetch_jars(lock, repo, out, A.build_opener(A.ssl_context({})), quiet, jobs=2)
+    again = fetch_jars(lock, repo, out, build_opener(ssl_context({})), quiet, jobs=2)
     assert (again.downloaded, again.cached) == (0, 2)
 
 
 def test_fetch_jars_refuses_a_jar_whose_sha512_differs(tmp_path: Path) -> None:
     lock, repo = jar_site(tmp_path)
     (tmp_path / "repo/org/example/alpha/1.0/alpha-1.0.jar").write_bytes(b"tampered")
-    with pytest.raises(A.ChecksumMismatchError, match=r"alpha-1\.0\.jar"):
-        A.fetch_jars(lock, repo, tmp_path / "out", A.build_opener(A.ssl_context({})), quiet, jobs=1)
+    with pytest.raises(ChecksumMismatchError, match=r"alpha-1\.0\.jar"):
+        fetch_jars(lock, repo, tmp_path / "out", build_opener(ssl_context({})), quiet, jobs=1)
     assert not (tmp_path / "out/spark-kafka-9.9.9/alpha-1.0.jar").exists()
 
 
 def test_requirements_without_hashes_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "req.txt"
     path.write_text("pyspark==4.0.0\n")
-    with pytest.raises(A.ArtifactError, match=r"--hash=sha256"):
-        A.read_requirements(path)
+    with pytest.raises(ArtifactError, match=r"--hash=sha256"):
+        read_requirements(path)
 
 
 def fake_pip(calls: list[list[str]]) -> Callable[[Sequence[str], Callable[[str], None]], None]:
@@ -113,7 +117,7 @@ def test_build_wheels_builds_pins_once_and_projects_every_time(tmp_path: Path) -
     project.mkdir()
     calls: list[list[str]] = []
     out = tmp_path / "wheels"
-    first = A.build_wheels(req, [project], out, quiet, runner=fake_pip(calls))
+    first = build_wheels(req, [project], out, quiet, runner=fake_pip(calls))
     assert first.wheels == (
         "kafkalab_spark-0.1.0-py3-none-any.whl",
         "py4j-0.10.9.9-py2.py3-none-any.whl",
@@ -121,7 +125,7 @@ def test_build_wheels_builds_pins_once_and_projects_every_time(tmp_path: Path) -
     )
     manifest = (out / "SHA512SUMS").read_text().splitlines()
     assert [line.split()[1] for line in manifest] == list(first.wheels)
-    second = A.build_wheels(req, [project], out, quiet, runner=fake_pip(calls))
+    second = build_wheels(req, [project], out, quiet, runner=fake_pip(calls))
     assert (second.built, second.reused) == (0, 3)
     assert sum("--require-hashes" in c for c in calls) == 1
 
@@ -129,8 +133,8 @@ def test_build_wheels_builds_pins_once_and_projects_every_time(tmp_path: Path) -
 def test_cli_fetch_jars_reports_integrity_errors_with_exit_3(tmp_path: Path, capsys: Any) -> None:
     lock, repo = jar_site(tmp_path)
     (tmp_path / "repo/org/example/alpha/1.0/alpha-1.0.jar").write_bytes(b"tampered")
-    code = A.main(["fetch-jars", "--lock", str(lock), "--repository", repo, "--out", str(tmp_path / "out")])
-    assert code == A.EXIT_INTEGRITY
+    code = main(["fetch-jars", "--lock", str(lock), "--repository", repo, "--out", str(tmp_path / "out")])
+    assert code == EXIT_INTEGRITY
     assert "checksum mismatch" in capsys.readouterr().err
 
 
@@ -141,10 +145,8 @@ def test_lock_jars_pins_each_jar_checked_against_the_published_checksum(tmp_path
         digest = hashlib.new(algorithm, jar.read_bytes()).hexdigest()
         jar.with_name(f"{jar.name}.{algorithm}").write_text(f"{digest}  {jar.name}\n")
     coordinates = ["org.example:beta_2.13:2.0", "org.example:alpha:1.0"]
-    path = A.lock_jars(
-        "spark-kafka-9.9.9", coordinates, repo, tmp_path / "locks", A.build_opener(A.ssl_context({})), quiet
-    )
-    lock = A.load_jar_lock(path)
+    path = lock_jars("spark-kafka-9.9.9", coordinates, repo, tmp_path / "locks", build_opener(ssl_context({})), quiet)
+    lock = load_jar_lock(path)
     assert [a.file for a in lock.artifacts] == ["alpha-1.0.jar", "beta_2.13-2.0.jar"]
     assert lock.artifacts[0].sha512 == hashlib.sha512(b"jar alpha").hexdigest()
     assert lock.artifacts[0].size == len(b"jar alpha")
@@ -154,6 +156,6 @@ def test_lock_jars_refuses_a_jar_that_differs_from_the_published_checksum(tmp_pa
     _, repo = jar_site(tmp_path)
     jar = tmp_path / "repo/org/example/alpha/1.0/alpha-1.0.jar"
     jar.with_name("alpha-1.0.jar.sha1").write_text(hashlib.sha1(b"what was published").hexdigest() + "\n")
-    with pytest.raises(A.ChecksumMismatchError, match=r"alpha-1\.0\.jar: sha1 .* differs from the repository's"):
-        A.lock_jars("x", ["org.example:alpha:1.0"], repo, tmp_path / "locks", A.build_opener(A.ssl_context({})), quiet)
+    with pytest.raises(ChecksumMismatchError, match=r"alpha-1\.0\.jar: sha1 .* differs from the repository's"):
+        lock_jars("x", ["org.example:alpha:1.0"], repo, tmp_path / "locks", build_opener(ssl_context({})), quiet)
     assert not (tmp_path / "locks" / "x.json").exists()
