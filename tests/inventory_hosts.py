@@ -13,6 +13,8 @@ from typing import Any
 import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
+from kafkalab.ansible_driver import group_hosts, list_inventory
+
 
 def inventory_path() -> str:
     """The inventory to test: KAFKALAB_INVENTORY, or molecule's whole inventory directory.
@@ -29,12 +31,19 @@ def inventory_path() -> str:
 
 @cache
 def runner() -> AnsibleRunner:
+    """testinfra's view of the inventory, for the suites that read host variables (get_variables)."""
     return AnsibleRunner(inventory_path())
 
 
+@cache
+def inventory_listing() -> dict[str, Any]:
+    """`ansible-inventory --list` of the inventory to test, read once per run."""
+    return list_inventory(inventory_path())
+
+
 def group(name: str) -> list[str]:
-    """Hosts of an inventory group; an empty group is an error."""
-    hosts = list(runner().get_hosts(name))
+    """Hosts of an inventory group (its children's included), sorted; an empty group is an error."""
+    hosts = sorted(group_hosts(inventory_listing(), name))
     if not hosts:
         raise RuntimeError(f"inventory {inventory_path()} has no hosts in group {name}")
     return hosts

@@ -10,9 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 
-from kafkalab import bench
-from kafkalab.bench import Batch, MeasurementError, TaskTime
+from kafkalab.bench import (
+    kafka_perf,
+    parsing,
+    plots,
+    report,
+    runner,
+    spark_job,
+    spark_progress,
+    stats,
+    toml_writer,
+)
+from kafkalab.bench.measure import MeasurementError
+from kafkalab.bench.runner import TaskTime
+from kafkalab.bench.spark_progress import Batch
 
 PRODUCER_OUTPUT = """\
 123877 records sent, 24770.4 records/sec (2.36 MB/sec), 1812.9 ms avg latency, 3159.0 ms max latency.
@@ -30,7 +43,7 @@ fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
 
 
 def test_producer_perf_summary_is_the_line_with_percentiles() -> None:
-    figures = bench.parse_producer_perf(PRODUCER_OUTPUT)
+    figures = parsing.parse_producer_perf(PRODUCER_OUTPUT)
     assert figures["records"] == 300_000
     assert figures["records_per_s"] == pytest.approx(40727.667662)
     assert figures["mib_per_s"] == 3.88
@@ -47,11 +60,11 @@ def test_producer_perf_summary_is_the_line_with_percentiles() -> None:
 def test_producer_perf_without_a_summary_is_a_measurement_error() -> None:
     progress_only = PRODUCER_OUTPUT.splitlines()[0]
     with pytest.raises(MeasurementError, match="no summary line"):
-        bench.parse_producer_perf(progress_only)
+        parsing.parse_producer_perf(progress_only)
 
 
 def test_consumer_perf_rates_exclude_the_group_join() -> None:
-    figures = bench.parse_consumer_perf(CONSUMER_OUTPUT)
+    figures = parsing.parse_consumer_perf(CONSUMER_OUTPUT)
     assert figures["records"] == 360_000
     assert figures["records_per_s"] == pytest.approx(277349.7689)
     assert figures["mib_per_s"] == pytest.approx(67.1833)
@@ -61,40 +74,40 @@ def test_consumer_perf_rates_exclude_the_group_join() -> None:
 
 def test_consumer_perf_without_stats_is_a_measurement_error() -> None:
     with pytest.raises(MeasurementError):
-        bench.parse_consumer_perf("WARNING: something\n")
+        parsing.parse_consumer_perf("WARNING: something\n")
 
 
 def test_dd_summary_gives_mib_per_second() -> None:
     stderr = "512+0 records in\n512+0 records out\n536870912 bytes (537 MB, 512 MiB) copied, 2 s, 268 MB/s\n"
-    assert bench.parse_dd(stderr) == {"bytes": 536870912, "seconds": 2.0, "mib_per_s": 256.0}
+    assert parsing.parse_dd(stderr) == {"bytes": 536870912, "seconds": 2.0, "mib_per_s": 256.0}
 
 
 def test_dd_failure_is_a_measurement_error() -> None:
     with pytest.raises(MeasurementError):
-        bench.parse_dd("dd: error writing 'x': No space left on device\n")
+        parsing.parse_dd("dd: error writing 'x': No space left on device\n")
 
 
 def test_iperf3_receiver_sum_gives_mib_per_second() -> None:
     report = {"end": {"sum_received": {"bytes": 10 * 2**20 * 4, "seconds": 4.0, "bits_per_second": 0}}}
-    assert bench.parse_iperf3(report)["mib_per_s"] == 10.0
+    assert parsing.parse_iperf3(report)["mib_per_s"] == 10.0
 
 
 def test_iperf3_error_is_a_measurement_error() -> None:
     with pytest.raises(MeasurementError, match="unable to connect"):
-        bench.parse_iperf3({"error": "unable to connect to server"})
+        parsing.parse_iperf3({"error": "unable to connect to server"})
 
 
 def test_percentile_is_kafkas_index_definition() -> None:
     values = list(range(1, 1001))  # 1..1000, given unsorted
     shuffled = values[500:] + values[:500]
-    assert bench.percentile(shuffled, 0.5) == 501  # sorted[int(1000 * 0.5)]
-    assert bench.percentile(shuffled, 0.99) == 991
-    assert bench.percentile(shuffled, 0.999) == 1000
-    assert bench.percentile([7.0], 0.999) == 7.0
+    assert stats.percentile(shuffled, 0.5) == 501  # sorted[int(1000 * 0.5)]
+    assert stats.percentile(shuffled, 0.99) == 991
+    assert stats.percentile(shuffled, 0.999) == 1000
+    assert stats.percentile([7.0], 0.999) == 7.0
 
 
 def test_latency_summary_names_every_percentile() -> None:
-    summary = bench.latency_summary([10.0, 20.0, 30.0, 40.0])
+    summary = stats.latency_summary([10.0, 20.0, 30.0, 40.0])
     assert summary == {"avg": 25.0, "max": 40.0, "p50": 30.0, "p95": 40.0, "p99": 40.0, "p99.9": 40.0}
 
 
@@ -104,17 +117,17 @@ def test_latency_summary_names_every_percentile() -> None:
     ids=["lab-one-machine", "three-machines", "six-machines"],
 )
 def test_replicated_bytes_per_measured_limit(shared: bool, brokers: int, copies: float) -> None:
-    assert bench.copies_per_limit(3, brokers, shared) == copies
+    assert stats.copies_per_limit(3, brokers, shared) == copies
 
 
 def test_fraction_of_limit_counts_copies() -> None:
-    assert bench.fraction_of_limit(10.0, 300.0, copies=3) == pytest.approx(0.1)
-    assert bench.fraction_of_limit(10.0, 100.0) == pytest.approx(0.1)
+    assert stats.fraction_of_limit(10.0, 300.0, copies=3) == pytest.approx(0.1)
+    assert stats.fraction_of_limit(10.0, 100.0) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("limit", [None, 0.0])
 def test_fraction_of_an_unmeasured_limit_is_none(limit: float | None) -> None:
-    assert bench.fraction_of_limit(10.0, limit) is None
+    assert stats.fraction_of_limit(10.0, limit) is None
 
 
 def playbook_doc() -> dict[str, Any]:
@@ -156,7 +169,7 @@ def playbook_doc() -> dict[str, Any]:
 
 
 def test_playbook_summary_counts_changes_per_host_and_times_tasks() -> None:
-    summary = bench.playbook_summary(playbook_doc())
+    summary = runner.playbook_summary(playbook_doc())
     assert summary["changed"] == {"kafka1": 2, "kafka2": 0}
     assert summary["changed_total"] == 2
     assert summary["failed_hosts"] == []
@@ -169,14 +182,14 @@ def test_playbook_summary_reports_real_failures() -> None:
     doc = playbook_doc()
     doc["plays"][0]["tasks"][1]["hosts"] = {"kafka3": {"failed": True, "msg": "port 9092 closed"}}
     doc["stats"]["kafka3"] = {"changed": 0, "failures": 1, "unreachable": 0}
-    summary = bench.playbook_summary(doc)
+    summary = runner.playbook_summary(doc)
     assert summary["failed_hosts"] == ["kafka3"]
     assert summary["failures"] == ["kafka3: kafka : Wait for ports: port 9092 closed"]
 
 
 def test_slowest_tasks_are_ranked_and_cut() -> None:
     tasks = [TaskTime("p", f"task {i}", float(i)) for i in range(15)]
-    slow = bench.slowest_tasks(tasks, 10)
+    slow = runner.slowest_tasks(tasks, 10)
     assert [t["task"] for t in slow] == [f"task {i}" for i in range(14, 4, -1)]
     assert slow[0] == {"task": "task 14", "play": "p", "seconds": 14.0}
 
@@ -204,7 +217,7 @@ PROGRESS_LOG = "\n".join(
 
 
 def test_progress_log_gives_the_records_querys_batches() -> None:
-    batches = bench.parse_progress(PROGRESS_LOG, "bench")
+    batches = spark_progress.parse_progress(PROGRESS_LOG, "bench")
     assert [b.batch_id for b in batches] == [0, 1, 2]
     first = batches[0]
     assert first.start_offset == {} and first.end_offset == {0: 10, 1: 20}
@@ -212,28 +225,28 @@ def test_progress_log_gives_the_records_querys_batches() -> None:
 
 
 def test_latency_runs_from_send_to_the_commit_of_the_batch_holding_the_record() -> None:
-    batches = bench.parse_progress(PROGRESS_LOG, "bench")
+    batches = spark_progress.parse_progress(PROGRESS_LOG, "bench")
     t0 = batches[0].started
     sent = [(0, 3, t0 - 1.0), (1, 19, t0 - 0.5), (0, 12, t0 + 4.0), (0, 99, t0)]
-    latencies, unmatched = bench.e2e_latencies_ms(sent, batches)
+    latencies, unmatched = spark_progress.e2e_latencies_ms(sent, batches)
     # batch 0 commits at t0 + 4 s, batch 1 at t0 + 7 s; offset 99 is in no committed batch
     assert latencies == pytest.approx([5000.0, 4500.0, 3000.0])
     assert unmatched == 1
 
 
 def test_processed_rate_counts_busy_batches_only() -> None:
-    batches = bench.parse_progress(PROGRESS_LOG, "bench")
-    assert bench.processed_rate(batches) == {
+    batches = spark_progress.parse_progress(PROGRESS_LOG, "bench")
+    assert spark_progress.processed_rate(batches) == {
         "rows": 35,
         "batches": 2,
         "busy_s": 6.0,
         "rows_per_s": pytest.approx(35 / 6),
     }
-    assert bench.processed_rate([])["rows_per_s"] == 0.0
+    assert spark_progress.processed_rate([])["rows_per_s"] == 0.0
 
 
 def test_end_offsets_wanted_covers_the_highest_offset_per_partition() -> None:
-    assert bench.end_offsets_wanted([(0, 4), (1, 0), (0, 9), (0, 2)]) == {"0": 10, "1": 1}
+    assert spark_progress.end_offsets_wanted([(0, 4), (1, 0), (0, 9), (0, 2)]) == {"0": 10, "1": 1}
 
 
 JOB_TOML = """\
@@ -265,7 +278,9 @@ status = "/var/lib/spark-consumer/status.json"
 
 def test_bench_job_config_keeps_the_jobs_settings_and_moves_topic_and_paths() -> None:
     original = tomllib.loads(JOB_TOML)
-    config = tomllib.loads(bench.to_toml(bench.bench_job_config(original, "kafkalab-bench-x", "/b/x", "bench")))
+    config = tomllib.loads(
+        toml_writer.to_toml(spark_job.bench_job_config(original, "kafkalab-bench-x", "/b/x", "bench"))
+    )
     assert config["app_name"] == "bench"
     assert config["kafka"]["topics"] == ["kafkalab-bench-x"]
     assert config["kafka"]["max_offsets_per_trigger"] == 100000
@@ -284,7 +299,7 @@ def test_bench_job_config_keeps_the_jobs_settings_and_moves_topic_and_paths() ->
 
 def test_to_toml_round_trips_through_tomllib() -> None:
     doc = {"a": 'quote " and \\ back', "n": 3, "b": False, "l": ["x", "y"], "t": {"u.w": {"v": 1.5}, "e": {}}}
-    assert tomllib.loads(bench.to_toml(doc)) == doc
+    assert tomllib.loads(toml_writer.to_toml(doc)) == doc
 
 
 def test_the_bench_job_runs_the_services_command_with_its_own_settings() -> None:
@@ -295,9 +310,9 @@ def test_the_bench_job_runs_the_services_command_with_its_own_settings() -> None
         "Environment=SPARK_HOME=/opt/spark/current PYSPARK_PYTHON=/opt/spark/venv/bin/python\n"
         "User=spark\n"
     )
-    unit = bench.parse_systemctl_show(show)
+    unit = parsing.parse_systemctl_show(show)
     assert unit["User"] == "spark"
-    argv = bench.with_config(bench.execstart_argv(unit["ExecStart"]), "/b/x/job.toml")
+    argv = parsing.with_config(parsing.execstart_argv(unit["ExecStart"]), "/b/x/job.toml")
     assert argv == [
         "/opt/spark/current/bin/spark-submit",
         "--properties-file",
@@ -310,28 +325,36 @@ def test_the_bench_job_runs_the_services_command_with_its_own_settings() -> None
 
 def test_a_command_without_config_cannot_run_the_bench_job() -> None:
     with pytest.raises(MeasurementError):
-        bench.with_config(["spark-submit", "main.py"], "/b/job.toml")
+        parsing.with_config(["spark-submit", "main.py"], "/b/job.toml")
 
 
 def test_spark_properties_file_is_key_space_value() -> None:
     text = "#\n# Ansible managed\nspark.cores.max 2\nspark.jars /opt/spark/jars-kafka/*.jar\n"
-    assert bench.parse_spark_properties(text) == {"spark.cores.max": "2", "spark.jars": "/opt/spark/jars-kafka/*.jar"}
+    assert parse_properties(text) == {"spark.cores.max": "2", "spark.jars": "/opt/spark/jars-kafka/*.jar"}
+
+
+def test_spark_properties_values_keep_the_colons_and_equals_signs_after_the_first_space() -> None:
+    text = "spark.master   spark://10.231.0.21:7077\nspark.driver.extraJavaOptions -Da=b -Dc=d:e\n"
+    assert parse_properties(text) == {
+        "spark.master": "spark://10.231.0.21:7077",
+        "spark.driver.extraJavaOptions": "-Da=b -Dc=d:e",
+    }
 
 
 def test_bootstrap_is_the_inter_broker_listeners_advertised_address() -> None:
-    props = bench.parse_properties(
+    props = parse_properties(
         "# comment\ninter.broker.listener.name=INTERNAL\n"
         "advertised.listeners=EXTERNAL://127.0.0.1:19091,INTERNAL://10.231.0.11:9092\n"
     )
-    assert bench.broker_address(props) == "10.231.0.11:9092"
+    assert parsing.broker_address(props) == "10.231.0.11:9092"
     with pytest.raises(MeasurementError):
-        bench.broker_address({"advertised.listeners": "EXTERNAL://127.0.0.1:19091"})
+        parsing.broker_address({"advertised.listeners": "EXTERNAL://127.0.0.1:19091"})
 
 
 def test_machine_facts_come_from_proc() -> None:
-    assert bench.meminfo_total_bytes("MemTotal:       24684092 kB\nMemFree: 1 kB\n") == 24684092 * 1024
-    assert bench.cpu_model("processor\t: 0\nmodel name\t: AMD EPYC\n") == "AMD EPYC"
-    assert bench.parse_loadavg("0.23 2.19 3.14 1/87 11131\n") == [0.23, 2.19, 3.14]
+    assert parsing.meminfo_total_bytes("MemTotal:       24684092 kB\nMemFree: 1 kB\n") == 24684092 * 1024
+    assert parsing.cpu_model("processor\t: 0\nmodel name\t: AMD EPYC\n") == "AMD EPYC"
+    assert parsing.parse_loadavg("0.23 2.19 3.14 1/87 11131\n") == [0.23, 2.19, 3.14]
 
 
 def test_adhoc_results_per_host() -> None:
@@ -349,17 +372,17 @@ def test_adhoc_results_per_host() -> None:
             }
         ]
     }
-    results = bench.adhoc_results(doc)
+    results = runner.adhoc_results(doc)
     assert results["kafka1"].ok and results["kafka1"].stdout == "2"
     assert not results["kafka2"].ok and results["kafka2"].msg == "ssh: connect timed out"
 
 
 def test_java_tools_get_the_settings_the_figures_name() -> None:
-    producer = bench.java_producer_argv("b:9092", "t", 1000, 100, "all")
+    producer = kafka_perf.java_producer_argv("b:9092", "t", 1000, 100, "all")
     assert producer[producer.index("--record-size") + 1] == "100"
     assert producer[producer.index("--throughput") + 1] == "-1"
     assert {"acks=all", "linger.ms=5", "batch.size=16384", "bootstrap.servers=b:9092"} <= set(producer)
-    consumer = bench.java_consumer_argv("b:9092", "t", 1000, "g")
+    consumer = kafka_perf.java_consumer_argv("b:9092", "t", 1000, "g")
     assert consumer[consumer.index("--messages") + 1] == "1000"
 
 
@@ -426,7 +449,7 @@ def sample_doc() -> dict[str, Any]:
 
 
 def test_table_shows_settings_machine_and_each_figure() -> None:
-    table = bench.render_table(sample_doc())
+    table = report.render_table(sample_doc())
     assert "took 12 min 34 s" in table
     assert "2 cores, 24.0 GiB (AMD EPYC); all hosts share it" in table
     assert "load average start 1.00/1.50/2.00, end 3.00/2.50/2.00" in table
@@ -439,22 +462,22 @@ def test_table_shows_settings_machine_and_each_figure() -> None:
 
 
 def test_table_names_the_measurements_not_taken() -> None:
-    table = bench.render_table(sample_doc())
+    table = report.render_table(sample_doc())
     assert "NOT MEASURED: boom" in table
     assert "measurements not taken: 2" in table
     assert "physical.loopback: MeasurementError: iperf3: unable to connect" in table
 
 
 def test_errors_are_found_anywhere_in_the_document() -> None:
-    assert bench.errors_in(sample_doc()) == [
+    assert report.errors_in(sample_doc()) == [
         "physical.loopback: MeasurementError: iperf3: unable to connect",
         "kafka.producers[2]: boom",
     ]
-    assert bench.errors_in({"kafka": {"producers": [{"records": 1}]}}) == []
+    assert report.errors_in({"kafka": {"producers": [{"records": 1}]}}) == []
 
 
 def test_plots_are_written_for_the_sections_measured(tmp_path: Path) -> None:
-    written = bench.write_plots(sample_doc(), tmp_path)
+    written = plots.write_plots(sample_doc(), tmp_path)
     assert [p.name for p in written] == ["provisioning.png", "kafka.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
 
@@ -463,7 +486,7 @@ def test_plots_are_written_for_the_sections_measured(tmp_path: Path) -> None:
     ("seconds", "text"), [(None, "-"), (41.04, "41.0 s"), (754, "12 min 34 s"), (60, "1 min 00 s")]
 )
 def test_durations_read_as_minutes_and_seconds(seconds: float | None, text: str) -> None:
-    assert bench.fmt_duration(seconds) == text
+    assert report.fmt_duration(seconds) == text
 
 
 def test_batch_commit_is_trigger_start_plus_execution() -> None:

@@ -7,9 +7,6 @@ roles through tests/render/firewall.yml (the same preflight tasks `playbooks/pre
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,8 @@ from firewall_plan import (
     ufw_tuples,
     ufw_unwanted,
 )
+
+from kafkalab.ansible_driver import PlaybookRun, run_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "render" / "firewall.yml"
@@ -70,23 +69,15 @@ def inventory(tmp: Path, mode: str = "kraft", **group_vars: Any) -> Path:
     return path
 
 
-def plan_for(tmp: Path, inv: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+def plan_for(tmp: Path, inv: Path) -> tuple[PlaybookRun, dict[str, Any] | None]:
     out = tmp / "out"
     out.mkdir(exist_ok=True)
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_ROLES_PATH": str(ROOT / "roles")}
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            str(inv),
-            str(PLAYBOOK),
-            "-e",
-            f"render_out={out}",
-        ],
+    result = run_playbook(
+        PLAYBOOK,
+        inv,
+        extra_vars={"render_out": str(out)},
+        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles")},
         cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     plan_file = out / "plan.json"

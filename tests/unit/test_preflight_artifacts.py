@@ -11,8 +11,6 @@ import functools
 import hashlib
 import http.server
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
+from kafkalab.ansible_driver import PlaybookRun, run_playbook
+
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "kafka_2.13-4.3.1.tgz"
 
 
-def run_preflight(tmp: Path, group_vars: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def run_preflight(tmp: Path, group_vars: dict[str, Any]) -> PlaybookRun:
     inv = {
         "all": {
             "vars": {
@@ -49,16 +49,7 @@ def run_preflight(tmp: Path, group_vars: dict[str, Any]) -> subprocess.Completed
         }
     }
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inv))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}
-    ansible_playbook = Path(sys.executable).parent / "ansible-playbook"
-    return subprocess.run(
-        [str(ansible_playbook), "-i", str(tmp / "hosts.yml"), str(ROOT / "playbooks/preflight.yml")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_playbook(ROOT / "playbooks/preflight.yml", tmp / "hosts.yml", cwd=ROOT, timeout=300)
 
 
 @pytest.fixture

@@ -6,14 +6,14 @@ and reads back the properties files, or checks that bad input stops the run nami
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+
+from kafkalab.ansible_driver import PlaybookRun, run_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "render" / "render.yml"
@@ -45,33 +45,17 @@ def write_inventory(
     return path
 
 
-def run_render(tmp: Path, inventory: Path) -> subprocess.CompletedProcess[str]:
+def run_render(tmp: Path, inventory: Path) -> PlaybookRun:
     out = tmp / "out"
     out.mkdir(exist_ok=True)
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
-        "ANSIBLE_FACT_CACHING": "memory",
-    }
-    bindir = Path(sys.executable).parent
-    return subprocess.run(
-        [str(bindir / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOK), "-e", f"render_out={out}"],
+    return run_playbook(
+        PLAYBOOK,
+        inventory,
+        extra_vars={"render_out": str(out)},
+        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_FACT_CACHING": "memory"},
         cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    props = {}
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            props[key] = value
-    return props
 
 
 def hosts(n: int) -> dict[str, dict[str, Any]]:
@@ -93,7 +77,7 @@ def test_role_renders_each_node_from_the_inventory(
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     voters = ",".join(f"{i}@192.0.2.{10 + i}:9093" for i in range(1, controllers + 1))
     for i, name in enumerate(names, start=1):
-        props = read_properties(tmp_path / "out" / f"{name}.properties")
+        props = parse_properties((tmp_path / "out" / f"{name}.properties").read_text())
         assert props["node.id"] == str(i)
         assert props["controller.quorum.voters"] == voters
         assert props["log.dirs"] == "/var/lib/kafka/data"
@@ -113,8 +97,8 @@ def test_custom_properties_merge_group_then_host(tmp_path: Path) -> None:
     )
     result = run_render(tmp_path, inv)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert read_properties(tmp_path / "out" / "kafka1.properties")["log.retention.hours"] == "72"
-    p2 = read_properties(tmp_path / "out" / "kafka2.properties")
+    assert parse_properties((tmp_path / "out" / "kafka1.properties").read_text())["log.retention.hours"] == "72"
+    p2 = parse_properties((tmp_path / "out" / "kafka2.properties").read_text())
     assert p2["log.retention.hours"] == "24"
     assert p2["num.io.threads"] == "16"
 

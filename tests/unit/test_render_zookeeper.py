@@ -7,14 +7,14 @@ dispatcher), or checks that bad input stops the run in the preflight play, befor
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+
+from kafkalab.ansible_driver import PlaybookRun, run_playbook
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK = ROOT / "tests" / "render" / "zookeeper.yml"
@@ -35,7 +35,7 @@ def render(
     brokers: list[str],
     zookeepers: list[str],
     controllers: list[str] | None = None,
-) -> subprocess.CompletedProcess[str]:
+) -> PlaybookRun:
     inv = {
         "all": {
             "vars": group_vars,
@@ -53,31 +53,14 @@ def render(
     }
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inv))
     (tmp / "out").mkdir(exist_ok=True)
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
-        "ANSIBLE_FACT_CACHING": "memory",
-    }
-    return subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            str(tmp / "hosts.yml"),
-            str(PLAYBOOK),
-            "-e",
-            f"render_out={tmp / 'out'}",
-        ],
+    return run_playbook(
+        PLAYBOOK,
+        tmp / "hosts.yml",
+        extra_vars={"render_out": str(tmp / "out")},
+        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_FACT_CACHING": "memory"},
         cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
-
-
-def properties(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
 
 
 def test_three_nodes_render_an_ensemble_and_zookeeper_mode_brokers(tmp_path: Path) -> None:
@@ -88,7 +71,7 @@ def test_three_nodes_render_an_ensemble_and_zookeeper_mode_brokers(tmp_path: Pat
     out = tmp_path / "out"
     for i, name in enumerate(names, start=1):
         assert (out / f"{name}.myid").read_text() == str(i)
-        cfg = properties(out / f"{name}.zoo.cfg")
+        cfg = parse_properties((out / f"{name}.zoo.cfg").read_text())
         assert {k: v for k, v in cfg.items() if k.startswith("server.")} == {
             f"server.{j}": f"192.0.2.{10 + j}:2888:3888" for j in range(1, 4)
         }
@@ -100,7 +83,7 @@ def test_three_nodes_render_an_ensemble_and_zookeeper_mode_brokers(tmp_path: Pat
         assert 'Environment="KAFKA_HEAP_OPTS=-Xms1g -Xmx1g"\n' in unit
         assert "ExecStart=/opt/zookeeper/current/bin/zookeeper-server-start.sh /etc/zookeeper/zoo.cfg\n" in unit
 
-        props = properties(out / f"{name}.server.properties")
+        props = parse_properties((out / f"{name}.server.properties").read_text())
         assert props["broker.id"] == str(i)
         assert props["zookeeper.connect"] == "192.0.2.11:2181,192.0.2.12:2181,192.0.2.13:2181/kafka"
         assert props["advertised.listeners"] == f"INTERNAL://192.0.2.{10 + i}:9092"
@@ -124,7 +107,8 @@ def test_kraft_on_kafka_4_keeps_log4j2_and_no_zookeeper_shell(tmp_path: Path) ->
     cli = (tmp_path / "out" / "node1.kafka-cli.sh").read_text()
     assert 'export KAFKA_LOG4J_OPTS="-Dlog4j2.configurationFile=/etc/kafka/tools-log4j2.properties"\n' in cli
     assert "zookeeper-shell" not in cli
-    assert properties(tmp_path / "out" / "node1.server.properties")["process.roles"] == "broker,controller"
+    props = parse_properties((tmp_path / "out" / "node1.server.properties").read_text())
+    assert props["process.roles"] == "broker,controller"
 
 
 @pytest.mark.parametrize(

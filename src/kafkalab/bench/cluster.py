@@ -1,0 +1,114 @@
+"""What the bench runs against: the machine (controller and hosts), the brokers' addresses, the bench's own topics.
+
+The bench creates topics and consumer groups only under the kafkalab-bench- prefix, and deletes only those.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from kafka.admin import KafkaAdminClient
+
+from kafkalab.bench.measure import MeasurementError
+from kafkalab.bench.parsing import broker_address, cpu_model, meminfo_total_bytes, parse_loadavg
+from kafkalab.bench.runner import Ansible
+from kafkalab.bench.settings import BENCH_PREFIX, SERVER_PROPERTIES
+
+
+def loadavg() -> list[float]:
+    return parse_loadavg(Path("/proc/loadavg").read_text())
+
+
+def machine(ansible: Ansible, hosts: list[str]) -> dict[str, Any]:
+    controller = {
+        "cores": os.cpu_count(),
+        "memory_bytes": meminfo_total_bytes(Path("/proc/meminfo").read_text()),
+        "cpu": cpu_model(Path("/proc/cpuinfo").read_text()),
+        "kernel": os.uname().release,
+    }
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    found: dict[str, Any] = {}
+    results = ansible.module(
+        ":".join(hosts),
+        "ansible.builtin.command",
+        {"argv": ["sh", "-c", "nproc; cat /proc/sys/kernel/random/boot_id; cat /proc/meminfo"]},
+        timeout=120,
+    )
+    for host in hosts:
+        r = results.get(host)
+        if r is None or not r.ok:
+            found[host] = {"error": f"unreachable or failed: {r.msg if r else 'no result'}"}
+            continue
+        lines = r.stdout.splitlines()
+        found[host] = {
+            "cores": int(lines[0]),
+            "memory_bytes": meminfo_total_bytes(r.stdout),
+            "same_kernel_as_controller": lines[1].strip() == boot_id,
+        }
+    return {
+        "controller": controller,
+        "hosts": found,
+        "hosts_share_controller": bool(found) and all(h.get("same_kernel_as_controller") for h in found.values()),
+    }
+
+
+@dataclass
+class Cluster:
+    bootstrap: str
+    brokers: list[str]
+    tool_host: str
+    log_dir: str
+
+
+def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None) -> Cluster:
+    props = {}
+    results = ansible.module(
+        ":".join(brokers), "ansible.builtin.command", {"argv": ["cat", SERVER_PROPERTIES]}, timeout=120
+    )
+    for host in brokers:
+        r = results.get(host)
+        if r is None or not r.ok:
+            raise MeasurementError(f"cannot read {SERVER_PROPERTIES} on {host}: {r.msg if r else 'no result'}")
+        props[host] = parse_properties(r.stdout)
+    first = brokers[0]
+    return Cluster(
+        bootstrap=bootstrap or ",".join(broker_address(props[b]) for b in brokers),
+        brokers=brokers,
+        tool_host=first,
+        log_dir=props[first].get("log.dirs", props[first].get("log.dir", "/tmp/kafka-logs")).split(",")[0],
+    )
+
+
+def admin_client(bootstrap: str) -> Any:
+    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-bench", request_timeout_ms=60_000)
+
+
+def delete_bench_topics(bootstrap: str, only: Iterable[str] | None = None) -> list[str]:
+    """Delete the bench's own topics: those named, or every kafkalab-bench-* topic (leftovers of a killed run)."""
+    admin = admin_client(bootstrap)
+    try:
+        existing = set(admin.list_topics())
+        names = sorted(t for t in (existing if only is None else set(only) & existing) if t.startswith(BENCH_PREFIX))
+        if names:
+            admin.delete_topics(names)
+        return names
+    finally:
+        admin.close()
+
+
+def delete_bench_groups(bootstrap: str, names: Iterable[str]) -> list[str]:
+    """Delete the perf consumer's groups that still exist (one without committed offsets is gone already)."""
+    admin = admin_client(bootstrap)
+    try:
+        existing = {g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups()}
+        doomed = sorted(n for n in set(names) & existing if n.startswith(BENCH_PREFIX))
+        if doomed:
+            admin.delete_groups(doomed)
+        return doomed
+    finally:
+        admin.close()

@@ -1,0 +1,191 @@
+"""The kafka section: producer and consumer throughput and latency, as fractions of the physical limits.
+
+Kafka's own perf tools (the installed distribution, on a broker host) and kafka-python (on the controller)
+get the same settings: 100 B and 1 KiB records, acks=1 and acks=all, RF 3, on bench topics deleted after.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from kafka import KafkaProducer
+
+from kafkalab.bench.cluster import Cluster, delete_bench_groups, delete_bench_topics
+from kafkalab.bench.measure import MeasurementError, measured
+from kafkalab.bench.parsing import parse_consumer_perf, parse_producer_perf
+from kafkalab.bench.runner import Ansible
+from kafkalab.bench.settings import (
+    ACKS,
+    BATCH_SIZE,
+    BENCH_PREFIX,
+    CLIENTS,
+    LINGER_MS,
+    MIB,
+    MIN_INSYNC,
+    PARTITIONS,
+    RECORD_COUNTS,
+    REPLICATION,
+)
+from kafkalab.bench.stats import copies_per_limit, fraction_of_limit, latency_summary
+from kafkalab.e2e import create_topic, read_rate
+
+
+def _payload(size: int) -> bytes:
+    # Random letters, like the perf tool's payload: nothing a compressor or a cache would favour.
+    return "".join(random.choices(string.ascii_uppercase, k=size)).encode()
+
+
+def kafka_python_produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> dict[str, Any]:
+    """What kafka-producer-perf-test measures, with kafka-python: send to acknowledgement, per record."""
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1 if acks == "1" else "all",
+        enable_idempotence=acks == "all",  # as the Java client's default does with acks=all
+        linger_ms=LINGER_MS,
+        batch_size=BATCH_SIZE,
+        client_id="kafkalab-bench",
+    )
+    payload = _payload(size)
+    latencies: list[float] = []
+    failed: list[BaseException] = []
+    try:
+        producer.partitions_for(topic)  # metadata first: not part of the figure (the Java tool's first send waits)
+        started = time.perf_counter()
+        for _ in range(records):
+            sent = time.perf_counter()
+            future = producer.send(topic, payload)
+            future.add_callback(lambda _md, sent=sent: latencies.append(time.perf_counter() - sent))
+            future.add_errback(failed.append)
+        producer.flush(timeout=600)
+        elapsed = time.perf_counter() - started
+    finally:
+        producer.close(timeout=30)
+    if failed or len(latencies) != records:
+        raise MeasurementError(f"{len(failed)} of {records} sends failed ({failed[:1]}), {len(latencies)} acked")
+    return {
+        "records_per_s": records / elapsed,
+        "mib_per_s": records * size / elapsed / MIB,
+        "latency_ms": latency_summary([s * 1000 for s in latencies]),
+    }
+
+
+def java_producer_argv(bootstrap: str, topic: str, records: int, size: int, acks: str) -> list[str]:
+    """kafka-producer-perf-test, unthrottled, with the settings the kafka-python run gets too.
+
+    --producer-props is accepted by 3.9 and 4.x alike (4.x prefers --command-property and warns).
+    """
+    return [
+        "env", "KAFKA_HEAP_OPTS=-Xmx512m", "kafka-producer-perf-test",
+        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={LINGER_MS}",
+        f"batch.size={BATCH_SIZE}", "client.id=kafkalab-bench",
+    ]  # fmt: skip
+
+
+def java_consumer_argv(bootstrap: str, topic: str, records: int, group: str) -> list[str]:
+    """kafka-consumer-perf-test; --messages is accepted by 3.9 and 4.x alike (4.x prefers --num-records)."""
+    return [
+        "env", "KAFKA_HEAP_OPTS=-Xmx512m", "kafka-consumer-perf-test",
+        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
+        "--timeout", "60000", "--group", group,
+    ]  # fmt: skip
+
+
+def bench_topic(run: str, client: str, size: int, acks: str) -> str:
+    return f"{BENCH_PREFIX}{run}-{client}-{size}b-acks{acks}"
+
+
+def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], run: str, scale: float) -> dict[str, Any]:
+    counts = {size: max(1000, int(n * scale)) for size, n in RECORD_COUNTS.items()}
+    shared = bool((doc.get("machine") or {}).get("hosts_share_controller"))
+    copies = copies_per_limit(REPLICATION, len(cluster.brokers), shared)
+    phys = doc.get("physical") or {}
+    disk_limit = (phys.get("disk") or {}).get("mib_per_s")
+    net_limit = (phys.get("loopback") or {}).get("mib_per_s")
+    where = "all on this machine" if shared else f"spread over {len(cluster.brokers)} brokers"
+    result: dict[str, Any] = {
+        "settings": {
+            "replication_factor": REPLICATION,
+            "partitions": PARTITIONS,
+            "min_insync_replicas": MIN_INSYNC,
+            "linger_ms": LINGER_MS,
+            "batch_size": BATCH_SIZE,
+            "compression": "none",
+            "throughput": "unthrottled",
+            "records": {str(size): n for size, n in counts.items()},
+            "idempotence": "on with acks=all, off with acks=1 (the Java client's default behaviour)",
+            "kafka-java": f"kafka-producer-perf-test / kafka-consumer-perf-test on {cluster.tool_host}, -Xmx512m",
+            "kafka-python": "kafka-python on the controller",
+            "bootstrap": cluster.bootstrap,
+        },
+        "fraction_note": (
+            f"producers: MiB/s x {copies:g} (RF {REPLICATION}: log dirs and network hops, {where}) over the disk "
+            "write and loopback limits; consumers: MiB/s over loopback"
+        ),
+        "producers": [],
+        "consumers": [],
+    }
+    topics: list[str] = []
+    groups: list[str] = []
+
+    def produce(client: str, topic: str, records: int, size: int, acks: str) -> dict[str, Any]:
+        topics.append(topic)
+        create_topic(cluster.bootstrap, topic, PARTITIONS, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
+        if client == "kafka-python":
+            figures = kafka_python_produce(cluster.bootstrap, topic, records, size, acks)
+        else:
+            argv = java_producer_argv(cluster.bootstrap, topic, records, size, acks)
+            figures = parse_producer_perf(ansible.run(cluster.tool_host, argv).stdout)
+        return figures | {
+            "of_disk": fraction_of_limit(figures["mib_per_s"], disk_limit, copies),
+            "of_loopback": fraction_of_limit(figures["mib_per_s"], net_limit, copies),
+        }
+
+    def consume(client: str, topic: str, records: int) -> dict[str, Any]:
+        if client == "kafka-python":
+            count, size_bytes, seconds = read_rate(cluster.bootstrap, topic)
+            figures: dict[str, Any] = {
+                "records": count,
+                "records_per_s": count / seconds,
+                "mib_per_s": size_bytes / seconds / MIB,
+            }
+        else:
+            group = f"{topic}-consumer"
+            groups.append(group)
+            argv = java_consumer_argv(cluster.bootstrap, topic, records, group)
+            figures = parse_consumer_perf(ansible.run(cluster.tool_host, argv).stdout)
+        return figures | {"of_loopback": fraction_of_limit(figures["mib_per_s"], net_limit)}
+
+    try:
+        for client in CLIENTS:
+            for size, records in counts.items():
+                for acks in ACKS:
+                    topic = bench_topic(run, client, size, acks)
+                    result["producers"].append(
+                        measured(
+                            f"{client} producer: {size} B x {records}, acks={acks}",
+                            partial(produce, client, topic, records, size, acks),
+                            {"client": client, "record_size": size, "acks": acks, "records": records, "topic": topic},
+                        )
+                    )
+            for size, records in counts.items():
+                topic = bench_topic(run, client, size, "all")
+                result["consumers"].append(
+                    measured(
+                        f"{client} consumer: {size} B x {records}",
+                        partial(consume, client, topic, records),
+                        {"client": client, "record_size": size, "records": records, "topic": topic},
+                    )
+                )
+    finally:
+        try:
+            delete_bench_topics(cluster.bootstrap, topics)
+            delete_bench_groups(cluster.bootstrap, groups)
+        except Exception as exc:  # reported; the topics carry the bench prefix and the next run removes them
+            result["cleanup_error"] = f"{type(exc).__name__}: {exc}"
+    return result

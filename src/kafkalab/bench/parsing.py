@@ -1,0 +1,159 @@
+"""Reading what the tools print: Kafka's perf tools, dd, iperf3, systemd, /proc, and ISO time stamps.
+
+Pure functions of text; an output that holds no figure raises MeasurementError quoting its tail.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from kafkalab.bench.measure import MeasurementError
+from kafkalab.bench.settings import MIB
+
+_PRODUCER_SUMMARY = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mibps>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99\.9th"
+)
+
+
+def parse_producer_perf(output: str) -> dict[str, Any]:
+    """The final summary of kafka-producer-perf-test (the line with percentiles; progress lines have none).
+
+    The tool's "MB/sec" is bytes / 2^20 per second: MiB/s, as everywhere in the bench.
+    """
+    matches = list(_PRODUCER_SUMMARY.finditer(output))
+    if not matches:
+        raise MeasurementError(f"kafka-producer-perf-test printed no summary line: {output.strip()[-300:]!r}")
+    m = matches[-1]
+    return {
+        "records": int(m["records"]),
+        "records_per_s": float(m["rps"]),
+        "mib_per_s": float(m["mibps"]),
+        "latency_ms": {
+            "avg": float(m["avg"]),
+            "max": float(m["max"]),
+            "p50": float(m["p50"]),
+            "p95": float(m["p95"]),
+            "p99": float(m["p99"]),
+            "p99.9": float(m["p999"]),
+        },
+    }
+
+
+def parse_consumer_perf(output: str) -> dict[str, Any]:
+    """kafka-consumer-perf-test's header line and the values line under it, as a dict of numbers.
+
+    MB.sec/nMsg.sec include joining the consumer group; fetch.MB.sec/fetch.nMsg.sec do not (they are the
+    rates a consumer without a group, like the kafka-python one here, is compared with).
+    """
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("start.time,"):
+            names = [n.strip() for n in line.split(",")]
+            values = [v.strip() for v in lines[i + 1].split(",")]
+            if len(values) != len(names):
+                break
+            row = dict(zip(names, values, strict=True))
+            try:
+                return {
+                    "records": int(row["data.consumed.in.nMsg"]),
+                    "mib": float(row["data.consumed.in.MB"]),
+                    "records_per_s": float(row["fetch.nMsg.sec"]),
+                    "mib_per_s": float(row["fetch.MB.sec"]),
+                    "records_per_s_with_group_join": float(row["nMsg.sec"]),
+                    "mib_per_s_with_group_join": float(row["MB.sec"]),
+                    "group_join_ms": float(row["rebalance.time.ms"]),
+                    "fetch_ms": float(row["fetch.time.ms"]),
+                }
+            except (KeyError, ValueError):
+                break
+    raise MeasurementError(f"kafka-consumer-perf-test printed no stats line: {output.strip()[-300:]!r}")
+
+
+_DD_SUMMARY = re.compile(r"^(?P<bytes>\d+) bytes .*copied, (?P<seconds>[\d.]+) s,", re.MULTILINE)
+
+
+def parse_dd(stderr: str) -> dict[str, float]:
+    """GNU dd's summary (LC_ALL=C): bytes, seconds and MiB/s."""
+    m = _DD_SUMMARY.search(stderr)
+    if not m or float(m["seconds"]) <= 0:
+        raise MeasurementError(f"dd printed no summary: {stderr.strip()[-300:]!r}")
+    size, seconds = int(m["bytes"]), float(m["seconds"])
+    return {"bytes": size, "seconds": seconds, "mib_per_s": size / seconds / MIB}
+
+
+def parse_iperf3(report: Mapping[str, Any]) -> dict[str, float]:
+    """iperf3 -J: what the receiver got (bytes, seconds, MiB/s)."""
+    if report.get("error"):
+        raise MeasurementError(f"iperf3: {report['error']}")
+    try:
+        received = report["end"]["sum_received"]
+        size, seconds = int(received["bytes"]), float(received["seconds"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MeasurementError(f"iperf3 reported no received sum: {exc}") from None
+    if seconds <= 0:
+        raise MeasurementError("iperf3 reported a zero-length test")
+    return {"bytes": size, "seconds": seconds, "mib_per_s": size / seconds / MIB}
+
+
+def broker_address(props: Mapping[str, str]) -> str:
+    """The address a broker advertises on its inter-broker listener (the one the verification suite uses)."""
+    listener = props.get("inter.broker.listener.name", "PLAINTEXT")
+    for item in props.get("advertised.listeners", "").split(","):
+        name, _, address = item.strip().partition("://")
+        if name == listener and address:
+            return address
+    raise MeasurementError(f"no advertised {listener} listener in {props.get('advertised.listeners')!r}")
+
+
+def parse_systemctl_show(text: str) -> dict[str, str]:
+    """`systemctl show -p A -p B` output: KEY=VALUE lines."""
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value
+    return props
+
+
+def execstart_argv(value: str) -> list[str]:
+    """The command of `systemctl show -p ExecStart`: `{ path=... ; argv[]=CMD ARGS ; ignore_errors=no ; ... }`."""
+    m = re.search(r"argv\[\]=(.*?) ; ", value)
+    if not m:
+        raise MeasurementError(f"cannot read the command from ExecStart={value!r}")
+    return shlex.split(m[1])
+
+
+def with_config(argv: Sequence[str], config: str) -> list[str]:
+    """The same command with `--config X` pointing at another settings file."""
+    out = list(argv)
+    if "--config" not in out[:-1]:
+        raise MeasurementError(f"the job's command has no --config: {shlex.join(argv)}")
+    out[out.index("--config") + 1] = config
+    return out
+
+
+def meminfo_total_bytes(meminfo: str) -> int:
+    m = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.MULTILINE)
+    if not m:
+        raise MeasurementError("no MemTotal in /proc/meminfo")
+    return int(m[1]) * 1024
+
+
+def cpu_model(cpuinfo: str) -> str:
+    m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+    return m[1].strip() if m else "unknown"
+
+
+def parse_loadavg(text: str) -> list[float]:
+    return [float(v) for v in text.split()[:3]]
+
+
+def iso_seconds(stamp: str) -> float:
+    """Epoch seconds of an ISO 8601 time stamp (Ansible's and Spark's end in Z)."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -1,0 +1,174 @@
+"""The short table `make bench` prints (and writes to bench.txt), and the measurements a document lacks.
+
+Pure functions of the bench document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafkalab.bench.settings import DD_MIB, IPERF_SECONDS
+
+
+def errors_in(doc: Any, path: str = "") -> list[str]:
+    """Every measurement that could not be taken: `error` entries anywhere in the document."""
+    found: list[str] = []
+    if isinstance(doc, Mapping):
+        if isinstance(doc.get("error"), str):
+            found.append(f"{path or 'bench'}: {doc['error']}")
+        for key, value in doc.items():
+            if key != "error":
+                found += errors_in(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            found += errors_in(value, f"{path}[{i}]")
+    return found
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def num(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def machine_line(doc: Mapping[str, Any]) -> str:
+    m = doc.get("machine") or {}
+    c = m.get("controller") or {}
+    load = doc.get("load_average") or {}
+    start = "/".join(f"{v:.2f}" for v in load.get("start") or [])
+    end = "/".join(f"{v:.2f}" for v in load.get("end") or [])
+    shared = "all hosts share it (one kernel)" if m.get("hosts_share_controller") else "hosts are separate machines"
+    return (
+        f"machine: {c.get('cores', '?')} cores, {c.get('memory_bytes', 0) / 2**30:.1f} GiB ({c.get('cpu', '?')}); "
+        f"{shared}; load average start {start or '-'}, end {end or '-'}"
+    )
+
+
+def render_table(doc: Mapping[str, Any]) -> str:
+    """The short table `make bench` prints, from the bench document."""
+    out = [
+        f"kafkalab bench {doc.get('started_at', '')}  inventory {doc.get('inventory', '')}  "
+        f"took {fmt_duration(doc.get('duration_s'))}",
+        machine_line(doc),
+    ]
+    prov = doc.get("provisioning") or {}
+    if prov:
+        out += ["", f"provisioning: ansible-playbook playbooks/site.yml, {prov.get('hosts', '?')} hosts"]
+        cold = prov.get("cold") or {}
+        if cold.get("error"):
+            out.append(f"  cold converge        NOT MEASURED: {cold['error']}")
+        elif cold.get("skipped"):
+            out.append(f"  cold converge        not measured: {cold['skipped']}")
+        elif cold:
+            out.append(
+                f"  cold converge        {fmt_duration(cold.get('wall_s')):>12}   "
+                f"({cold.get('changed_total')} changed; lab hosts recreated in {fmt_duration(cold.get('lab_up_s'))})"
+            )
+        noop = prov.get("noop") or {}
+        if noop.get("error"):
+            out.append(f"  no-op re-run         NOT MEASURED: {noop['error']}")
+        elif noop:
+            out.append(
+                f"  no-op re-run         {fmt_duration(noop.get('wall_s')):>12}   "
+                f"changed tasks: {noop.get('changed_total')}"
+            )
+        slow = (cold.get("slowest_tasks") if cold.get("wall_s") else None) or noop.get("slowest_tasks") or []
+        if slow:
+            which = "cold converge" if cold.get("wall_s") else "no-op re-run"
+            out.append(f"  ten slowest tasks ({which}):")
+            out += [f"    {t['seconds']:7.1f} s  {t['task']}  [{t['play']}]" for t in slow]
+    phys = doc.get("physical") or {}
+    if phys:
+        disk, net = phys.get("disk") or {}, phys.get("loopback") or {}
+        out += ["", "physical limits"]
+        out.append(
+            f"  disk sequential write  {num(disk.get('mib_per_s'), 1):>9} MiB/s   "
+            + (disk.get("error") or f"dd {DD_MIB} MiB, fdatasync, {disk.get('host')}:{disk.get('log_dir')}")
+        )
+        out.append(
+            f"  loopback TCP           {num(net.get('mib_per_s'), 1):>9} MiB/s   "
+            + (net.get("error") or f"iperf3, 1 stream, {IPERF_SECONDS} s, on the controller")
+        )
+    kafka = doc.get("kafka") or {}
+    if kafka:
+        s = kafka.get("settings") or {}
+        out += [
+            "",
+            f"Kafka producers: RF {s.get('replication_factor')}, {s.get('partitions')} partitions, "
+            f"min.insync.replicas {s.get('min_insync_replicas')}, linger.ms {s.get('linger_ms')}, "
+            f"batch.size {s.get('batch_size')}, unthrottled",
+            f"  {'client':<13} {'size':>5} {'acks':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
+            f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'of disk':>7} {'of net':>7}",
+        ]
+        for r in kafka.get("producers") or []:
+            head = f"  {r['client']:<13} {r['record_size']:>5} {r['acks']:>4} {r['records']:>8} "
+            if r.get("error"):
+                out.append(head + f"NOT MEASURED: {r['error']}")
+                continue
+            lat = r.get("latency_ms") or {}
+            out.append(
+                head + f"{num(r['records_per_s']):>8} {num(r['mib_per_s'], 2):>7} {num(lat.get('p50')):>7} "
+                f"{num(lat.get('p99')):>7} {num(lat.get('p99.9')):>8} "
+                f"{_pct(r.get('of_disk')):>7} {_pct(r.get('of_loopback')):>7}"
+            )
+        out += [
+            "  Kafka consumers: the acks=all topic of the same client and size, from the beginning",
+            f"  {'client':<13} {'size':>5} {'':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
+            f"{'':>7} {'':>7} {'':>8} {'':>7} {'of net':>7}",
+        ]
+        for r in kafka.get("consumers") or []:
+            head = f"  {r['client']:<13} {r['record_size']:>5} {'':>4} {r['records']:>8} "
+            if r.get("error"):
+                out.append(head + f"NOT MEASURED: {r['error']}")
+                continue
+            out.append(
+                head + f"{num(r['records_per_s']):>8} {num(r['mib_per_s'], 2):>7} {'':>7} {'':>7} {'':>8} "
+                f"{'':>7} {_pct(r.get('of_loopback')):>7}"
+            )
+        if kafka.get("fraction_note"):
+            out.append(f"  disk/net: {kafka['fraction_note']}")
+    spark = doc.get("spark") or {}
+    if spark:
+        out += ["", "Spark job (the deployed job's code and settings on a bench topic)"]
+        if spark.get("error"):
+            out.append(f"  NOT MEASURED: {spark['error']}")
+        else:
+            s = spark.get("settings") or {}
+            backlog, steady, raw = (
+                spark.get("backlog") or {},
+                spark.get("steady") or {},
+                spark.get("raw_consumer") or {},
+            )
+            lat = steady.get("latency_ms") or {}
+            out += [
+                f"  settings: trigger {s.get('trigger_interval')}, max {s.get('max_offsets_per_trigger')} offsets "
+                f"per trigger, {s.get('partitions')} partitions, cores.max {s.get('cores_max')}, "
+                f"executor {s.get('executor_memory')}",
+                f"  backlog of {num(backlog.get('records'))} drained: {num(backlog.get('rows_per_s'))} "
+                f"processed rows/s ({backlog.get('batches')} batches, {num(backlog.get('busy_s'), 1)} s busy)",
+                f"  steady {num(steady.get('rate_per_s'))} records/s for {steady.get('seconds')} s: "
+                f"produce-to-Parquet p50 {num(lat.get('p50'))} ms, p99 {num(lat.get('p99'))} ms "
+                f"({num(steady.get('records'))} records, {num(steady.get('rows_per_s'))} processed rows/s busy)",
+                f"  raw kafka-python consumer, same topic: {num(raw.get('records_per_s'))} records/s "
+                f"({num(raw.get('records'))} records, {num(raw.get('mib_per_s'), 2)} MiB/s)",
+            ]
+    for section in ("kafka", "spark"):
+        if (doc.get(section) or {}).get("cleanup_error"):
+            out.append(f"cleanup after {section} incomplete: {doc[section]['cleanup_error']}")
+    errors = errors_in(doc)
+    out += ["", f"measurements not taken: {len(errors)}"] + [f"  {e}" for e in errors]
+    return "\n".join(out) + "\n"

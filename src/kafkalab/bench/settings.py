@@ -1,0 +1,26 @@
+"""The bench's fixed settings: what every Kafka figure is measured with, and where the roles put the files it reads."""
+
+from __future__ import annotations
+
+BENCH_PREFIX = "kafkalab-bench-"
+SECTIONS = ("provisioning", "physical", "kafka", "spark")
+# Record sizes (bytes) and how many records each producer run sends: about 20 MB and 50 MB, a few seconds
+# to twenty at the rates a 2-core lab reaches, long enough that the JVM's start-up is not the figure.
+RECORD_COUNTS = {100: 200_000, 1024: 50_000}
+ACKS = ("1", "all")
+CLIENTS = ("kafka-java", "kafka-python")
+REPLICATION = 3
+PARTITIONS = 3
+MIN_INSYNC = 2
+# Producer settings both clients get, so their figures compare (Kafka 4's defaults for linger and batch).
+LINGER_MS = 5
+BATCH_SIZE = 16_384
+DD_MIB = 512
+IPERF_SECONDS = 5
+# Where the roles put things (the defaults; tests/cluster and tests/spark_cluster read the same paths).
+SERVER_PROPERTIES = "/etc/kafka/server.properties"
+SPARK_JOB_CONFIG = "/etc/spark-consumer/job.toml"
+SPARK_SUBMIT_CONF = "/etc/spark-consumer/spark-submit.conf"
+SPARK_SERVICE = "spark-consumer"
+SPARK_BENCH_DIR = "/var/lib/kafkalab-bench"
+MIB = 1024 * 1024
