@@ -1,20 +1,25 @@
 """Unit tests for the lab substrate's pure logic (kafkalab.lab): no docker, no network, no root.
 
-They pin what the containers are started with, when the base image is rebuilt, and how the
-inventory turns into the lab's hosts and network.
+They pin what the containers are started with (molecule/systemd_host.yml, shared with the molecule
+scenarios), when the base image is rebuilt, and how the inventory turns into the lab's hosts and network.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from kafkalab import lab
+from kafkalab.ansible_driver import AnsibleError
+from kafkalab.lab import common, hosts, image, systemd_host
 
-RECIPE = lab.Recipe(
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEMD_HOST = systemd_host.load_systemd_host(ROOT)
+RECIPE = image.Recipe(
     suite="bookworm",
     packages=("systemd", "python3", "openssh-server"),
     tidy_script=b"#!/bin/sh\nset -eu\n",
@@ -39,7 +44,7 @@ def inventory(**overrides: Any) -> dict[str, Any]:
 
 
 def test_run_args_start_systemd_with_the_working_flag_set_and_never_privileged() -> None:
-    args = lab.docker_run_args(lab.LabHost("kafka1", "10.231.0.11"), "kafkalab", "kafkalab/debian12:latest")
+    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST)
     assert args[:3] == ["docker", "run", "--detach"]
     assert "--privileged" not in args
     assert args[-2:] == ["kafkalab/debian12:latest", "/lib/systemd/systemd"]
@@ -58,7 +63,7 @@ def test_run_args_start_systemd_with_the_working_flag_set_and_never_privileged()
 
 
 def test_run_args_pin_name_hostname_address_and_label() -> None:
-    args = lab.docker_run_args(lab.LabHost("kafka2", "10.231.0.12"), "kafkalab", "img")
+    args = hosts.docker_run_args(hosts.LabHost("kafka2", "10.231.0.12"), "kafkalab", SYSTEMD_HOST)
 
     def value(flag: str) -> str:
         return args[args.index(flag) + 1]
@@ -72,19 +77,68 @@ def test_run_args_pin_name_hostname_address_and_label() -> None:
 
 
 def test_published_ports_stand_in_for_nat_in_front_of_a_host() -> None:
-    spec = lab.parse_inventory(inventory(kafka1={"lab_published_ports": ["127.0.0.1:19091:9094"]}))
+    spec = hosts.parse_inventory(inventory(kafka1={"lab_published_ports": ["127.0.0.1:19091:9094"]}))
     assert spec.hosts[0].publish == ("127.0.0.1:19091:9094",)
-    args = lab.docker_run_args(spec.hosts[0], "kafkalab", "img")
+    args = hosts.docker_run_args(spec.hosts[0], "kafkalab", SYSTEMD_HOST)
     assert args[args.index("--publish") + 1] == "127.0.0.1:19091:9094"
-    assert "--publish" not in lab.docker_run_args(spec.hosts[1], "kafkalab", "img")
+    assert "--publish" not in hosts.docker_run_args(spec.hosts[1], "kafkalab", SYSTEMD_HOST)
+
+
+# ------------------------------------------------------------------ the systemd host definition, shared with molecule
+
+# How each molecule-plugins docker platform key is written on a `docker run` command line, worked out here
+# independently of the lab's code. image and command end the command line.
+DOCKER_RUN_FLAG = {
+    "cgroupns_mode": "--cgroupns",
+    "capabilities": "--cap-add",
+    "security_opts": "--security-opt",
+    "volumes": "--volume",
+    "tmpfs": "--tmpfs",
+}
+
+
+def passes(args: list[str], flag: str, value: str) -> bool:
+    """True if args give flag the value, as `--flag=value` or as `--flag value`."""
+    return f"{flag}={value}" in args or any(a == flag and b == value for a, b in itertools.pairwise(args))
+
+
+def test_lab_run_args_carry_every_setting_of_systemd_host_yml() -> None:
+    settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
+    assert set(settings) == {"image", "command", *DOCKER_RUN_FLAG}, "a key this test does not translate"
+    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST)
+    assert args[-2:] == [settings["image"], settings["command"]]
+    for key, flag in DOCKER_RUN_FLAG.items():
+        values = settings[key] if isinstance(settings[key], list) else [settings[key]]
+        for value in values:
+            assert passes(args, flag, value), f"{key}: {value} is not passed as {flag}"
+
+
+@pytest.mark.parametrize("scenario", sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml")))
+def test_molecule_scenarios_start_their_hosts_from_systemd_host_yml_alone(scenario: str) -> None:
+    config = yaml.safe_load((ROOT / "molecule" / scenario / "molecule.yml").read_text())
+    assert config["provisioner"]["playbooks"]["create"] == "../create.yml"
+    settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
+    for platform in config["platforms"]:
+        assert not set(platform) & set(settings), f"{platform['name']} repeats a setting of systemd_host.yml"
+
+
+def test_a_setting_the_lab_would_not_pass_to_docker_is_refused() -> None:
+    settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
+    with pytest.raises(common.LabError, match="privileged"):
+        systemd_host.parse_systemd_host({**settings, "privileged": True})
+
+
+def test_image_is_built_under_the_repository_of_the_name_the_hosts_use() -> None:
+    assert image.image_repository("kafkalab/debian12:latest") == "kafkalab/debian12"
+    assert image.image_repository("registry.local:5000/kafkalab/debian12") == "registry.local:5000/kafkalab/debian12"
 
 
 def test_container_names_do_not_collide_with_molecule_platform_names() -> None:
-    assert lab.container_name("kafkalab", "kafka1") != "kafka1"
+    assert hosts.container_name("kafkalab", "kafka1") != "kafka1"
 
 
 def test_network_is_created_with_the_fixed_subnet_and_our_label() -> None:
-    args = lab.network_create_args("kafkalab", "10.231.0.0/24")
+    args = hosts.network_create_args("kafkalab", "10.231.0.0/24")
     assert args[-1] == "kafkalab"
     assert args[args.index("--subnet") + 1] == "10.231.0.0/24"
     assert args[args.index("--label") + 1] == "kafkalab.lab=kafkalab"
@@ -94,8 +148,8 @@ def test_network_is_created_with_the_fixed_subnet_and_our_label() -> None:
 
 
 def test_recipe_hash_is_stable_and_short() -> None:
-    assert lab.recipe_hash(RECIPE) == lab.recipe_hash(dataclasses.replace(RECIPE))
-    assert len(lab.recipe_hash(RECIPE)) == 12
+    assert image.recipe_hash(RECIPE) == image.recipe_hash(dataclasses.replace(RECIPE))
+    assert len(image.recipe_hash(RECIPE)) == 12
 
 
 @pytest.mark.parametrize(
@@ -109,36 +163,35 @@ def test_recipe_hash_is_stable_and_short() -> None:
     ids=["suite", "packages", "tidy_script", "import_changes"],
 )
 def test_recipe_hash_changes_when_the_recipe_changes(change: dict[str, Any]) -> None:
-    assert lab.recipe_hash(dataclasses.replace(RECIPE, **change)) != lab.recipe_hash(RECIPE)
+    assert image.recipe_hash(dataclasses.replace(RECIPE, **change)) != image.recipe_hash(RECIPE)
 
 
 def test_tidy_change_reuses_the_debootstrap_tree_but_a_package_change_does_not() -> None:
     tidied = dataclasses.replace(RECIPE, tidy_script=b"echo changed\n")
-    assert lab.bootstrap_hash(tidied) == lab.bootstrap_hash(RECIPE)
+    assert image.bootstrap_hash(tidied) == image.bootstrap_hash(RECIPE)
     more = dataclasses.replace(RECIPE, packages=(*RECIPE.packages, "ufw"))
-    assert lab.bootstrap_hash(more) != lab.bootstrap_hash(RECIPE)
+    assert image.bootstrap_hash(more) != image.bootstrap_hash(RECIPE)
 
 
 def test_package_order_does_not_force_a_new_debootstrap() -> None:
     shuffled = dataclasses.replace(RECIPE, packages=tuple(reversed(RECIPE.packages)))
-    assert lab.bootstrap_hash(shuffled) == lab.bootstrap_hash(RECIPE)
+    assert image.bootstrap_hash(shuffled) == image.bootstrap_hash(RECIPE)
 
 
 def test_package_list_ignores_comments_and_blank_lines() -> None:
     text = "# what we need\nsystemd\n\npython3  # for ansible\n  \n"
-    assert lab.parse_package_list(text) == ("systemd", "python3")
+    assert image.parse_package_list(text) == ("systemd", "python3")
 
 
 def test_project_recipe_has_what_ansible_and_the_roles_need() -> None:
-    root = Path(__file__).resolve().parents[2]
-    recipe = lab.load_recipe(root)
+    recipe = image.load_recipe(ROOT)
     for package in ("systemd", "systemd-sysv", "python3", "python3-apt", "openssh-server", "sudo", "ufw"):
         assert package in recipe.packages
     assert 'CMD ["/lib/systemd/systemd"]' in recipe.import_changes
 
 
 def test_debootstrap_is_minbase_with_the_include_list() -> None:
-    args = lab.debootstrap_args(RECIPE, Path("/tmp/root"), "http://deb.debian.org/debian")
+    args = image.debootstrap_args(RECIPE, Path("/tmp/root"), "http://deb.debian.org/debian")
     assert args == [
         "debootstrap",
         "--variant=minbase",
@@ -150,7 +203,7 @@ def test_debootstrap_is_minbase_with_the_include_list() -> None:
 
 
 def test_import_args_pass_every_change_and_read_stdin() -> None:
-    args = lab.import_args(RECIPE, "kafkalab/debian12:abc")
+    args = image.import_args(RECIPE, "kafkalab/debian12:abc")
     assert args == [
         "docker",
         "import",
@@ -167,7 +220,7 @@ def test_mirrors_are_read_from_deb822_sources() -> None:
         "URIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\n"
         "Types: deb\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n"
     )
-    assert lab.debian_mirrors(sources) == (
+    assert image.debian_mirrors(sources) == (
         "http://deb.debian.org/debian",
         "http://deb.debian.org/debian-security",
     )
@@ -175,20 +228,20 @@ def test_mirrors_are_read_from_deb822_sources() -> None:
 
 def test_mirrors_are_read_from_one_line_sources() -> None:
     sources = "deb [arch=amd64] http://mirror.example/debian bookworm main\n"
-    assert lab.debian_mirrors(sources) == ("http://mirror.example/debian", None)
+    assert image.debian_mirrors(sources) == ("http://mirror.example/debian", None)
 
 
 # ------------------------------------------------------------------ inventory
 
 
 def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
-    spec = lab.parse_inventory(inventory())
+    spec = hosts.parse_inventory(inventory())
     assert spec.network == "kafkalab"
     assert spec.subnet == "10.231.0.0/24"
     assert spec.hosts == (
-        lab.LabHost("kafka1", "10.231.0.11"),
-        lab.LabHost("kafka2", "10.231.0.12"),
-        lab.LabHost("kafka3", "10.231.0.13"),
+        hosts.LabHost("kafka1", "10.231.0.11"),
+        hosts.LabHost("kafka2", "10.231.0.12"),
+        hosts.LabHost("kafka3", "10.231.0.13"),
     )
 
 
@@ -216,13 +269,22 @@ def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
     ],
 )
 def test_inventory_errors_name_the_problem(overrides: dict[str, Any], message: str) -> None:
-    with pytest.raises(lab.LabError, match=message):
-        lab.parse_inventory(inventory(**overrides))
+    with pytest.raises(common.LabError, match=message):
+        hosts.parse_inventory(inventory(**overrides))
+
+
+def test_an_inventory_ansible_cannot_read_is_a_lab_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(inventory: str, env: Any = None) -> dict[str, Any]:
+        raise AnsibleError(f"ansible-inventory -i {inventory} --list failed (exit 1): boom")
+
+    monkeypatch.setattr(hosts, "list_inventory", broken)
+    with pytest.raises(common.LabError, match=r"reading inventory inventories/lab failed: .*boom"):
+        hosts.read_inventory("inventories/lab")
 
 
 def test_empty_inventory_is_an_error() -> None:
-    with pytest.raises(lab.LabError, match="no hosts"):
-        lab.parse_inventory({"_meta": {"hostvars": {}}})
+    with pytest.raises(common.LabError, match="no hosts"):
+        hosts.parse_inventory({"_meta": {"hostvars": {}}})
 
 
 # ------------------------------------------------------------------ network checks
@@ -230,12 +292,12 @@ def test_empty_inventory_is_an_error() -> None:
 
 def test_existing_network_with_the_same_subnet_is_accepted() -> None:
     inspect = {"IPAM": {"Config": [{"Subnet": "10.231.0.0/24", "Gateway": "10.231.0.1"}]}}
-    assert lab.subnet_mismatch("kafkalab", lab.network_subnets(inspect), "10.231.0.0/24") is None
+    assert hosts.subnet_mismatch("kafkalab", hosts.network_subnets(inspect), "10.231.0.0/24") is None
 
 
 def test_existing_network_with_another_subnet_is_reported_with_a_fix() -> None:
     inspect = {"IPAM": {"Config": [{"Subnet": "172.18.0.0/16"}]}}
-    problem = lab.subnet_mismatch("kafkalab", lab.network_subnets(inspect), "10.231.0.0/24")
+    problem = hosts.subnet_mismatch("kafkalab", hosts.network_subnets(inspect), "10.231.0.0/24")
     assert problem is not None
     assert "172.18.0.0/16" in problem
     assert "10.231.0.0/24" in problem
@@ -243,19 +305,19 @@ def test_existing_network_with_another_subnet_is_reported_with_a_fix() -> None:
 
 
 def test_network_without_ipam_config_is_a_mismatch() -> None:
-    assert lab.subnet_mismatch("kafkalab", lab.network_subnets({"IPAM": {"Config": None}}), "10.231.0.0/24")
+    assert hosts.subnet_mismatch("kafkalab", hosts.network_subnets({"IPAM": {"Config": None}}), "10.231.0.0/24")
 
 
 def test_container_ip_prefers_the_configured_address() -> None:
     inspect = {
         "NetworkSettings": {"Networks": {"kafkalab": {"IPAMConfig": {"IPv4Address": "10.231.0.11"}, "IPAddress": ""}}}
     }
-    assert lab.container_ip(inspect, "kafkalab") == "10.231.0.11"
-    assert lab.container_ip(inspect, "other") is None
+    assert hosts.container_ip(inspect, "kafkalab") == "10.231.0.11"
+    assert hosts.container_ip(inspect, "other") is None
 
 
 def test_ssh_probe_never_prompts_or_trusts_stale_host_keys() -> None:
-    args = lab.ssh_args(Path(".cache/lab/id_ed25519"), "10.231.0.11", "true")
+    args = hosts.ssh_args(Path(".cache/lab/id_ed25519"), "10.231.0.11", "true")
     joined = " ".join(args)
     assert "BatchMode=yes" in joined
     assert "UserKnownHostsFile=/dev/null" in joined
