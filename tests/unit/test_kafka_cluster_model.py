@@ -8,6 +8,8 @@ import pytest
 from kafka_cluster import kafka_cluster_model, kafka_server_properties, to_properties
 
 SETTINGS: dict[str, Any] = {
+    "version": "4.3.1",
+    "heap_size": "1g",
     "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
     "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
     "inter_broker_listener_name": "INTERNAL",

@@ -91,6 +91,8 @@ def test_kafka_connects_to_the_addresses_the_ensemble_uses() -> None:
             "min_insync_replicas": 2,
             "zookeeper_client_port": 2181,
             "zookeeper_chroot": "",
+            "data_dirs": ["/var/lib/kafka/data"],
+            "heap_size": "1g",
         },
         list(hv),
     )

@@ -126,6 +126,11 @@ def _check_listener_definitions(
     """controller_listener is None in ZooKeeper mode, where no node opens it."""
     names = [str(item.get("name")) for item in listeners]
     for item in [*listeners, *([controller_listener] if controller_listener is not None else [])]:
+        if str(item.get("protocol", "PLAINTEXT")) in SECURED_PROTOCOLS:
+            problems.append(
+                f"listener {item.get('name')}: protocol {item.get('protocol')} needs keystores or SASL settings, "
+                "which this project does not render yet (a broker would fail to start). Use PLAINTEXT for now."
+            )
         name = str(item.get("name"))
         if not LISTENER_NAME.match(name):
             problems.append(
@@ -165,6 +170,141 @@ def _check_listener_definitions(
         problems.append(
             f"kafka_inter_broker_listener_name '{inter_broker_name}' names an external listener: brokers would "
             "replicate through NAT addresses meant for outside clients. Replicate over an internal listener."
+        )
+
+
+VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
+SHA512 = re.compile(r"^[0-9a-fA-F]{128}$")
+HEAP_SIZE = re.compile(r"^[0-9]+[kmgKMG]$")
+CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
+# Protocols whose listeners need keystores or SASL settings, which this project does not render yet.
+SECURED_PROTOCOLS = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def _listener_list(value: Any, variable: str, problems: list[str]) -> list[Mapping[str, Any]]:
+    """The listeners of kafka_listeners, each a mapping; anything else is reported, not raised."""
+    if value in (None, ""):
+        return []
+    if not isinstance(value, list):
+        problems.append(
+            f"{variable} must be a list of listeners (each with name, port, protocol), not {value!r}: e.g. "
+            "[{name: INTERNAL, port: 9092, protocol: PLAINTEXT}]."
+        )
+        return []
+    good = []
+    for index, item in enumerate(value):
+        if isinstance(item, Mapping):
+            good.append(item)
+        else:
+            problems.append(f"{variable}[{index}] is {item!r}, not a listener (a mapping with name, port, protocol).")
+    return good
+
+
+def _host_overrides(host: str, value: Any, problems: list[str]) -> dict[str, Mapping[str, Any]]:
+    """A host's kafka_listener_overrides: listener name -> mapping; anything else is reported, not raised."""
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        problems.append(
+            f"{host}: kafka_listener_overrides must be a mapping of listener name to settings, not {value!r}: "
+            f"e.g. {{EXTERNAL: {{advertised_host: kafka1.example.com}}}}. Fix it in host_vars/{host}."
+        )
+        return {}
+    overrides = {}
+    for name, override in value.items():
+        if isinstance(override, Mapping):
+            overrides[str(name)] = override
+        else:
+            problems.append(
+                f"{host}: kafka_listener_overrides.{name} must be a mapping (advertised_host, advertised_port, "
+                f"bind_host, port), not {override!r}."
+            )
+    return overrides
+
+
+# server.properties keys the role derives from the inventory: overriding one through the custom properties
+# would silently break the cluster model (two nodes sharing a node.id, a voter list no controller has).
+OWNED_PROPERTIES = {
+    "node.id": "kafka_node_id",
+    "broker.id": "kafka_node_id",
+    "process.roles": "the groups kafka_controller and kafka_broker",
+    "controller.quorum.voters": "the group kafka_controller",
+    "controller.quorum.bootstrap.servers": "the group kafka_controller",
+    "controller.listener.names": "kafka_controller_listener",
+    "listeners": "kafka_listeners and kafka_listener_overrides",
+    "advertised.listeners": "kafka_listeners and kafka_listener_overrides",
+    "listener.security.protocol.map": "kafka_listeners",
+    "inter.broker.listener.name": "kafka_inter_broker_listener_name",
+    "log.dirs": "kafka_data_dirs",
+    "zookeeper.connect": "the group zookeeper and kafka_zookeeper_chroot",
+}
+
+
+def _check_owned_properties(hostvars: Mapping[str, Any], host: str, problems: list[str]) -> None:
+    for variable in ("kafka_custom_properties", "kafka_host_custom_properties"):
+        custom = get(hostvars, host, variable, {})
+        if not isinstance(custom, Mapping):
+            problems.append(f"{host}: {variable} must be a mapping of server properties, not {custom!r}.")
+            continue
+        for key in sorted(set(custom) & set(OWNED_PROPERTIES)):
+            problems.append(
+                f"{host}: {variable} sets {key}, which the role derives from {OWNED_PROPERTIES[key]}. Remove {key} "
+                f"from {variable} and set {OWNED_PROPERTIES[key]} instead."
+            )
+
+
+def _check_settings(settings: Mapping[str, Any], problems: list[str]) -> None:
+    """The cluster-wide values a run cannot go without, each named with its bad value and the fix."""
+    version = str(settings.get("version") or "")
+    if not VERSION.match(version):
+        problems.append(f"kafka_version '{version}' is not a release number x.y.z (e.g. 4.3.1). Fix kafka_version.")
+    source = str(settings.get("archive_source") or "url")
+    sha512 = str(settings.get("archive_sha512") or "")
+    if sha512 and not SHA512.match(sha512):
+        problems.append(
+            f"kafka_archive_sha512 '{sha512[:20]}...' is not a sha512 (128 hex digits). Copy it from the release's "
+            ".sha512 file, or leave it empty with kafka_archive_source: url to use the published one."
+        )
+    if source == "local" and not sha512:
+        problems.append(
+            "kafka_archive_source is local but kafka_archive_sha512 is empty: a local archive is verified against "
+            "the sha512 you pin. Set kafka_archive_sha512 (128 hex digits)."
+        )
+    if source == "local" and not str(settings.get("archive_local_path") or ""):
+        problems.append(
+            "kafka_archive_source is local but kafka_archive_local_path is empty. Set it to the archive's path on "
+            "the controller."
+        )
+    data_dirs = settings.get("data_dirs")
+    if not isinstance(data_dirs, list) or not data_dirs:
+        problems.append(
+            f"kafka_data_dirs {data_dirs!r} must be a non-empty list of absolute paths, e.g. [/var/lib/kafka/data]."
+        )
+    else:
+        for item in data_dirs:
+            if not isinstance(item, str) or not item.startswith("/"):
+                problems.append(
+                    f"kafka_data_dirs has {item!r}, which is not an absolute path: Kafka would resolve it against "
+                    "its working directory. Write it from / (e.g. /var/lib/kafka/data)."
+                )
+    heap = str(settings.get("heap_size") or "")
+    if not HEAP_SIZE.match(heap):
+        problems.append(f"kafka_heap_size '{heap}' is not a JVM size such as 1g or 512m. Fix kafka_heap_size.")
+    cluster_id = str(settings.get("cluster_id") or "")
+    if cluster_id and not CLUSTER_ID.match(cluster_id):
+        problems.append(
+            f"kafka_cluster_id '{cluster_id}' is not a cluster id (22 base64url characters, as kafka-storage "
+            "random-uuid prints). Fix it, or leave it empty to have one generated."
+        )
+    if cluster_id and settings.get("mode") == "zookeeper":
+        problems.append(
+            "kafka_cluster_id is set but kafka_mode is zookeeper: ZooKeeper assigns the cluster id in that mode. "
+            "Leave kafka_cluster_id empty."
+        )
+    partitions = as_int(settings.get("num_partitions", 3))
+    if partitions is None or partitions < 1:
+        problems.append(
+            f"kafka_num_partitions '{settings.get('num_partitions')}' must be a positive integer (num.partitions)."
         )
 
 
@@ -245,10 +385,18 @@ def kafka_cluster_model(
     zookeeper_mode = mode == "zookeeper"
     if mode not in MODES:
         problems.append(f"kafka_mode '{mode}' is not one of: {', '.join(MODES)}.")
-    listeners = list(settings.get("listeners") or [])
-    controller_listener = dict(settings.get("controller_listener") or {})
+    _check_settings(settings, problems)
+    listeners = _listener_list(settings.get("listeners"), "kafka_listeners", problems)
+    raw_controller = settings.get("controller_listener") or {}
+    controller_listener = dict(raw_controller) if isinstance(raw_controller, Mapping) else {}
+    if not zookeeper_mode and not controller_listener:
+        problems.append(
+            f"kafka_controller_listener must be a mapping (name, port, protocol), not {raw_controller!r}: "
+            "e.g. {name: CONTROLLER, port: 9093, protocol: PLAINTEXT}."
+        )
     inter_broker_name = str(settings.get("inter_broker_listener_name") or "")
-    _check_listener_definitions(listeners, None if zookeeper_mode else controller_listener, inter_broker_name, problems)
+    checked_controller = controller_listener if controller_listener and not zookeeper_mode else None
+    _check_listener_definitions(listeners, checked_controller, inter_broker_name, problems)
 
     zookeeper_connect = ""
     if zookeeper_mode:
@@ -286,8 +434,11 @@ def kafka_cluster_model(
                 f"{host}: kafka_node_id is not set. Give every Kafka host a unique integer "
                 f"kafka_node_id in the inventory{becomes}."
             )
-        elif node_id is None:
-            problems.append(f"{host}: kafka_node_id '{raw_id}' is not a non-negative integer.")
+        elif node_id is None or node_id < 0:
+            problems.append(
+                f"{host}: kafka_node_id '{raw_id}' is not a non-negative integer. Give {host} a unique integer "
+                f"kafka_node_id (0 or more){becomes}."
+            )
         elif node_id in seen_ids:
             problems.append(
                 f"{host}: kafka_node_id {node_id} is already used by {seen_ids[node_id]}{becomes}. Node ids must "
@@ -301,7 +452,7 @@ def kafka_cluster_model(
         else:
             seen_ids[node_id] = host
         address = host_address(hostvars, host, KAFKA_ADDRESS)
-        overrides = dict(get(hostvars, host, "kafka_listener_overrides", {}) or {})
+        overrides = _host_overrides(host, get(hostvars, host, "kafka_listener_overrides", {}), problems)
         host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []
         ports: dict[int, str] = {}
         for item in [
@@ -318,11 +469,24 @@ def kafka_cluster_model(
                     "Give each listener its own port (kafka_listeners / kafka_listener_overrides)."
                 )
             ports[item["port"]] = str(item["name"])
+        if zookeeper_mode and host in zookeepers:
+            zk_port = as_int(settings.get("zookeeper_client_port"))
+            if zk_port in ports:
+                problems.append(
+                    f"{host}: runs a ZooKeeper server on client port {zk_port} (kafka_zookeeper_client_port / "
+                    f"zookeeper_client_port), which listener {ports[zk_port]} also uses. Give one of them another port."
+                )
         if not address:
             problems.append(
                 f"{host}: no address: set ansible_host (or kafka_advertised_host) for this host in the inventory, "
                 "or name the host by its fully qualified DNS name."
             )
+        elif not valid_address(address):
+            problems.append(
+                f"{host}: address '{address}' (kafka_advertised_host, else ansible_host) is not a valid host name or "
+                "IP. Fix it in the inventory."
+            )
+        _check_owned_properties(hostvars, host, problems)
         roles = [r for r, group in (("broker", brokers), ("controller", controllers)) if host in group]
         nodes[host] = {
             "host": host,

@@ -19,7 +19,7 @@ def spark_cluster_model(
     """settings: master_port, master_webui_port, worker_webui_port, driver_ui_port.
 
     Returns {"master": host or "", "master_address": str, "master_url": str, "addresses": {host: str},
-    "firewall_services": [service]}; the master is the first host of the master group.
+    "firewall_services": [service], "problems": [str]}; the master is the first host of the master group.
     """
     masters, workers = list(masters), list(workers)
     members = list(dict.fromkeys([*masters, *workers]))
@@ -27,7 +27,24 @@ def spark_cluster_model(
     addresses = {h: str(host_address(hostvars, h, SPARK_ADDRESS, bare_names=True)) for h in members}
     master = masters[0] if masters else ""
     master_address = addresses.get(master, "")
+    problems = []
+    if len(masters) > 1:
+        problems.append(
+            f"group spark_master has {len(masters)} hosts ({', '.join(masters)}): a standalone Spark cluster has one "
+            "master. Keep one host in spark_master (spark_master_group)."
+        )
+    if masters and not workers:
+        problems.append(
+            f"group spark_master has {master} but group spark_worker is empty: no executor could run the job. Put "
+            "at least one host in spark_worker (spark_worker_group); the master's host may be one."
+        )
+    if workers and not masters:
+        problems.append(
+            f"group spark_worker has hosts ({', '.join(workers)}) but group spark_master is empty: the workers would "
+            "have no master. Put one host in spark_master (spark_master_group)."
+        )
     return {
+        "problems": problems,
         "master": master,
         "master_address": master_address,
         "master_url": f"spark://{master_address}:{settings.get('master_port')}" if master else "",

@@ -1,0 +1,124 @@
+"""playbooks/site.yml refuses a bad inventory in the controller preflight, before any play reaches a host.
+
+The hosts of these inventories do not exist (192.0.2.0/24 is a documentation network and the
+connection is SSH), so any task that reached a host would fail with UNREACHABLE instead: a run that
+stops with the preflight's message and no host in its recap proves no host was touched. The preflight
+runs whatever tags the run is limited to, and in check mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kafkalab.ansible_driver import PlaybookRun, run_playbook
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def inventory(tmp: Path, all_vars: dict[str, Any], host_vars: dict[str, dict[str, Any]] | None = None) -> Path:
+    hosts = {f"kafka{i}": {"ansible_host": f"192.0.2.{10 + i}", "kafka_node_id": i} for i in (1, 2, 3)}
+    for host, changes in (host_vars or {}).items():
+        hosts[host].update(changes)
+    members = {"kafka1": None, "kafka2": None, "kafka3": None}
+    inv = {
+        "all": {
+            "vars": {"firewall_admin_networks": ["192.0.2.1/32"], **all_vars},
+            "hosts": hosts,
+            "children": {
+                "kafka": {"children": {"kafka_controller": {"hosts": members}, "kafka_broker": {"hosts": members}}}
+            },
+        }
+    }
+    path = tmp / "hosts.yml"
+    path.write_text(yaml.safe_dump(inv))
+    return path
+
+
+def site(inventory_path: Path, *args: str, check: bool = False) -> PlaybookRun:
+    env = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
+    return run_playbook(
+        ROOT / "playbooks/site.yml", inventory_path, cwd=ROOT, check=check, args=args, env=env, timeout=300
+    )
+
+
+def refused_in_preflight(run: PlaybookRun, message: str) -> None:
+    out = " ".join((run.stdout + run.stderr).split())
+    assert run.returncode != 0, out[-3000:]
+    assert message in out, out[-3000:]
+    # Only the controller took part: no host was contacted (an unreachable host would be in the recap).
+    assert "UNREACHABLE" not in out, out[-3000:]
+    assert "kafka1 :" not in out and "kafka1                     :" not in run.stdout
+
+
+@pytest.mark.parametrize(
+    "all_vars,host_vars,args,check,message",
+    [
+        pytest.param(
+            {},
+            {"kafka1": {"kafka_heapsize": "2g"}},
+            (),
+            False,
+            "kafka1: kafka_heapsize: no such variable; did you mean kafka_heap_size?",
+            id="misspelt-variable",
+        ),
+        pytest.param(
+            {"kafka_mode": "kraftt"},
+            None,
+            ("--tags", "kafka_configure"),
+            False,
+            "kafka_mode is 'kraftt', but the kafka role needs one of kraft, zookeeper",
+            id="bad-choice-with-tags",
+        ),
+        pytest.param(
+            {"kafka_listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}]},
+            None,
+            (),
+            True,
+            "listener INTERNAL: protocol SASL_SSL needs keystores or SASL settings",
+            id="secured-listener-in-check-mode",
+        ),
+        pytest.param(
+            {"kafka_listeners": "INTERNAL://:9092"},
+            None,
+            (),
+            False,
+            "kafka_listeners is 'INTERNAL://:9092' (a string, not a list), but the kafka role needs a list",
+            id="listeners-a-string",
+        ),
+        pytest.param(
+            {},
+            {"kafka2": {"kafka_version": "4.2.1"}},
+            (),
+            False,
+            "kafka_version must be the same on every host of group kafka, but it differs",
+            id="version-per-host",
+        ),
+        pytest.param(
+            {"kafka_default_replication_factor": 5},
+            None,
+            ("--tags", "kafka_install"),
+            True,
+            "kafka_default_replication_factor 5 is larger than the number of brokers (3)",
+            id="impossible-replication-factor",
+        ),
+    ],
+)
+def test_bad_inventory_stops_site_in_preflight_before_any_host(
+    tmp_path: Path,
+    all_vars: dict[str, Any],
+    host_vars: dict[str, dict[str, Any]] | None,
+    args: tuple[str, ...],
+    check: bool,
+    message: str,
+) -> None:
+    refused_in_preflight(site(inventory(tmp_path, all_vars, host_vars), *args, check=check), message)
+
+
+def test_inventory_with_a_yaml_error_is_named_as_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.yml"
+    path.write_text("all:\n  children:\n    kafka:\n      hosts: [kafka1\n")
+    refused_in_preflight(site(path), f"The inventory ({path}) has no hosts: Ansible could not parse it")
