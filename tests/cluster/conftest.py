@@ -42,6 +42,16 @@ def read_properties(host: Any, path: str) -> dict[str, str]:
     return parse_properties(host.file(path).content_string)
 
 
+def assert_java_service_runs(host: Any, unit: str, user: str, main_class: str) -> None:
+    """The unit is enabled and running, its JVM runs as its own user with the main class and an explicit heap."""
+    service = host.service(unit)
+    assert service.is_enabled
+    assert service.is_running
+    proc = host.process.get(user=user, comm="java")
+    assert main_class in proc.args
+    assert "-Xmx" in proc.args
+
+
 @cache
 def disposable_cluster() -> bool:
     """Under molecule, or an inventory that declares its cluster disposable (the lab)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ID_PROPERTY, read_properties
+from conftest import ID_PROPERTY, assert_java_service_runs, read_properties
 from inventory_hosts import group, inventory_path, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in group("kafka")]
@@ -27,16 +27,8 @@ def test_java_runtime_is_installed(host: Any) -> None:
     assert 'version "17' in result.stderr or 'version "21' in result.stderr
 
 
-def test_kafka_service_is_enabled_and_running(host: Any) -> None:
-    service = host.service("kafka")
-    assert service.is_enabled
-    assert service.is_running
-
-
-def test_kafka_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
-    proc = host.process.get(user="kafka", comm="java")
-    assert "kafka.Kafka" in proc.args
-    assert "-Xmx" in proc.args
+def test_kafka_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
+    assert_java_service_runs(host, "kafka", "kafka", "kafka.Kafka")
 
 
 def test_kafka_listens_on_its_ports(host: Any, props: dict[str, str]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import zk4lw
-from conftest import cluster_mode, read_properties
+from conftest import assert_java_service_runs, cluster_mode, read_properties
 from inventory_hosts import group, inventory_path, node, runner
 
 pytestmark = pytest.mark.zookeeper
@@ -43,16 +43,8 @@ def hostvars(host: Any) -> dict[str, Any]:
     return dict(runner().get_variables(host.backend.get_hostname()))
 
 
-def test_zookeeper_service_is_enabled_and_running(host: Any) -> None:
-    service = host.service("zookeeper")
-    assert service.is_enabled
-    assert service.is_running
-
-
-def test_zookeeper_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
-    proc = host.process.get(user="zookeeper", comm="java")
-    assert "org.apache.zookeeper.server.quorum.QuorumPeerMain" in proc.args
-    assert "-Xmx" in proc.args
+def test_zookeeper_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
+    assert_java_service_runs(host, "zookeeper", "zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain")
 
 
 def test_myid_file_holds_this_servers_zookeeper_myid(host: Any, hostvars: dict[str, Any]) -> None:

@@ -351,7 +351,9 @@ def test_broker_id_above_reserved_max_is_refused() -> None:
     hv = inventory(1)
     hv["k1"]["kafka_node_id"] = 1001
     found = zk_model(hv, ["k1"], ["k1"], default_replication_factor=1, min_insync_replicas=1)["problems"]
-    assert any("kafka_node_id 1001 is above 1000" in p for p in found), found
+    assert any(
+        "kafka_node_id '1001' is not an integer, 0..1000 (ZooKeeper mode refuses ids above" in p for p in found
+    ), found
 
 
 def test_zookeeper_host_without_address_is_refused_naming_the_host() -> None:

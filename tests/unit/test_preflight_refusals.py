@@ -169,28 +169,28 @@ CASES = [
     pytest.param(
         lambda: kafka(with_host("kafka2", kafka_node_id=None)),
         [
-            "kafka2: kafka_node_id is not set. Give every Kafka host a unique integer kafka_node_id in the inventory.",
+            "kafka2: kafka_node_id is not set. Give every Kafka host a unique kafka_node_id (0 or more) in the inventory.",
         ],
         id="node-id-missing",
     ),
     pytest.param(
         lambda: kafka(with_host("kafka2", kafka_node_id=-1)),
         [
-            "kafka2: kafka_node_id '-1' is not a non-negative integer. Give kafka2 a unique integer kafka_node_id (0 or more).",
+            "kafka2: kafka_node_id '-1' is not an integer, 0 or more (KRaft node ids). Fix kafka_node_id of kafka2.",
         ],
         id="node-id-negative",
     ),
     pytest.param(
         lambda: kafka(with_host("kafka2", kafka_node_id="two")),
         [
-            "kafka2: kafka_node_id 'two' is not a non-negative integer. Give kafka2 a unique integer kafka_node_id (0 or more).",
+            "kafka2: kafka_node_id 'two' is not an integer, 0 or more (KRaft node ids). Fix kafka_node_id of kafka2.",
         ],
         id="node-id-not-a-number",
     ),
     pytest.param(
         lambda: kafka(with_host("kafka3", kafka_node_id=1)),
         [
-            "kafka3: kafka_node_id 1 is already used by kafka1. Node ids must be unique; change kafka_node_id of kafka3 or kafka1.",
+            "kafka3: kafka_node_id 1 is already used by kafka1. Each host needs its own; change kafka_node_id of kafka3 or kafka1.",
         ],
         id="node-id-duplicate",
     ),
@@ -532,7 +532,7 @@ CASES = [
     pytest.param(
         lambda: zk_mode(with_host("kafka1", kafka_node_id=1001)),
         [
-            "kafka1: kafka_node_id 1001 is above 1000: in ZooKeeper mode broker ids above reserved.broker.max.id (1000) are refused. Use 0..1000.",
+            "kafka1: kafka_node_id '1001' is not an integer, 0..1000 (ZooKeeper mode refuses ids above reserved.broker.max.id). Fix kafka_node_id of kafka1 (it becomes broker.id).",
         ],
         id="broker-id-above-reserved",
     ),
@@ -572,7 +572,7 @@ CASES = [
             }
         ),
         [
-            "kafka1: zookeeper_myid '256' is not an integer in 1..255.",
+            "kafka1: zookeeper_myid '256' is not an integer, 1..255 (ZooKeeper's server ids). Fix zookeeper_myid of kafka1.",
         ],
         id="myid-out-of-range",
     ),
@@ -585,7 +585,7 @@ CASES = [
             }
         ),
         [
-            "kafka2: zookeeper_myid 2 is already used by kafka1. Each server needs its own myid; change zookeeper_myid of kafka2 or kafka1.",
+            "kafka2: zookeeper_myid 2 is already used by kafka1. Each host needs its own; change zookeeper_myid of kafka2 or kafka1.",
         ],
         id="myid-duplicate",
     ),

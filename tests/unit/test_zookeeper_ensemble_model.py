@@ -115,7 +115,7 @@ def test_duplicate_myid_is_refused_naming_both_hosts() -> None:
     hv = inventory(3)
     hv["z3"]["zookeeper_myid"] = 1
     found = problems(hv)
-    assert "z3: zookeeper_myid 1 is already used by z1. Each server needs its own myid; " in "".join(found), found
+    assert "z3: zookeeper_myid 1 is already used by z1. Each host needs its own; " in "".join(found), found
 
 
 def test_missing_myid_is_refused_naming_the_host() -> None:
@@ -128,7 +128,7 @@ def test_missing_myid_is_refused_naming_the_host() -> None:
 def test_myid_outside_1_to_255_is_refused(myid: Any) -> None:
     hv = inventory(1)
     hv["z1"]["zookeeper_myid"] = myid
-    assert any(p.startswith(f"z1: zookeeper_myid '{myid}' is not an integer in 1..255") for p in problems(hv))
+    assert any(p.startswith(f"z1: zookeeper_myid '{myid}' is not an integer, 1..255") for p in problems(hv))
 
 
 def test_server_without_address_is_refused_naming_the_host() -> None:

@@ -25,6 +25,7 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     get,
     host_address,
     is_port,
+    unique_ids,
     valid_address,
 )
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
@@ -424,33 +425,14 @@ def kafka_cluster_model(
     hosts = list(dict.fromkeys([*controllers, *brokers]))
     # In ZooKeeper mode kafka_node_id becomes broker.id; the messages say so.
     becomes = " (it becomes broker.id)" if zookeeper_mode else ""
-    seen_ids: dict[int, str] = {}
+    # Node ids are non-negative; with broker.id.generation.enable (on by default in ZooKeeper mode) ids above
+    # reserved.broker.max.id are refused by the broker.
+    valid_ids = range(RESERVED_BROKER_MAX_ID + 1) if zookeeper_mode else range(2**31)
+    why_ids = "ZooKeeper mode refuses ids above reserved.broker.max.id" if zookeeper_mode else "KRaft node ids"
+    node_ids = unique_ids(hostvars, hosts, "kafka_node_id", valid_ids, "every Kafka host", why_ids, problems, becomes)
     nodes: dict[str, dict[str, Any]] = {}
     for host in hosts:
-        raw_id = get(hostvars, host, "kafka_node_id")
-        node_id = as_int(raw_id)
-        if raw_id is None:
-            problems.append(
-                f"{host}: kafka_node_id is not set. Give every Kafka host a unique integer "
-                f"kafka_node_id in the inventory{becomes}."
-            )
-        elif node_id is None or node_id < 0:
-            problems.append(
-                f"{host}: kafka_node_id '{raw_id}' is not a non-negative integer. Give {host} a unique integer "
-                f"kafka_node_id (0 or more){becomes}."
-            )
-        elif node_id in seen_ids:
-            problems.append(
-                f"{host}: kafka_node_id {node_id} is already used by {seen_ids[node_id]}{becomes}. Node ids must "
-                f"be unique; change kafka_node_id of {host} or {seen_ids[node_id]}."
-            )
-        elif zookeeper_mode and node_id > RESERVED_BROKER_MAX_ID:
-            problems.append(
-                f"{host}: kafka_node_id {node_id} is above {RESERVED_BROKER_MAX_ID}: in ZooKeeper mode broker ids "
-                f"above reserved.broker.max.id ({RESERVED_BROKER_MAX_ID}) are refused. Use 0..{RESERVED_BROKER_MAX_ID}."
-            )
-        else:
-            seen_ids[node_id] = host
+        node_id = node_ids[host]
         address = host_address(hostvars, host, KAFKA_ADDRESS)
         overrides = _host_overrides(host, get(hostvars, host, "kafka_listener_overrides", {}), problems)
         host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []

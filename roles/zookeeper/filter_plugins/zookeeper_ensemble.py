@@ -14,9 +14,9 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     ZOOKEEPER_ADDRESS,
     as_int,
-    get,
     host_address,
     is_port,
+    unique_ids,
     valid_address,
 )
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
@@ -61,27 +61,18 @@ def zookeeper_ensemble_model(
             f"zookeeper_client_port, zookeeper_peer_port and zookeeper_election_port must differ (got {numbers})."
         )
 
-    seen: dict[int, str] = {}
+    myids = unique_ids(
+        hostvars,
+        servers,
+        "zookeeper_myid",
+        MYID_RANGE,
+        f"every host in group {group}",
+        "ZooKeeper's server ids",
+        problems,
+    )
     model: dict[str, dict[str, Any]] = {}
     for host in servers:
-        raw = get(hostvars, host, "zookeeper_myid")
-        myid = as_int(raw)
-        if raw is None:
-            problems.append(
-                f"{host}: zookeeper_myid is not set. Give every host in group {group} a unique zookeeper_myid "
-                f"({MYID_RANGE.start}..{MYID_RANGE.stop - 1}) in the inventory."
-            )
-        elif myid is None or myid not in MYID_RANGE:
-            problems.append(
-                f"{host}: zookeeper_myid '{raw}' is not an integer in {MYID_RANGE.start}..{MYID_RANGE.stop - 1}."
-            )
-        elif myid in seen:
-            problems.append(
-                f"{host}: zookeeper_myid {myid} is already used by {seen[myid]}. Each server needs its own myid; "
-                f"change zookeeper_myid of {host} or {seen[myid]}."
-            )
-        else:
-            seen[myid] = host
+        myid = myids[host]
         address = zookeeper_address(hostvars, host)
         if not address:
             problems.append(

@@ -80,3 +80,42 @@ def host_address(
     if bare_names or is_ip(host) or ("." in host and HOSTNAME.match(host)):
         return host
     return None
+
+
+def unique_ids(
+    hostvars: Mapping[str, Any],
+    hosts: Sequence[str],
+    name: str,
+    valid: range,
+    who: str,
+    why_range: str,
+    problems: list[str],
+    note: str = "",
+) -> dict[str, int | None]:
+    """Each host's integer id in variable `name` (node ids, ZooKeeper myids): set, in `valid`, unique.
+
+    Every problem names the host, the variable and the bad value; who says which hosts need one ("every
+    Kafka host"), why_range why ids lie in `valid`, note what the id becomes (" (it becomes broker.id)").
+    Returns host -> id (None when bad).
+    """
+    ids: dict[str, int | None] = {}
+    seen: dict[int, str] = {}
+    bounds = f"{valid.start} or more" if valid.stop > 2**31 - 1 else f"{valid.start}..{valid.stop - 1}"
+    for host in hosts:
+        raw = get(hostvars, host, name)
+        value = as_int(raw)
+        ids[host] = value
+        if raw is None:
+            problems.append(f"{host}: {name} is not set. Give {who} a unique {name} ({bounds}) in the inventory{note}.")
+        elif value is None or value not in valid:
+            problems.append(
+                f"{host}: {name} '{raw}' is not an integer, {bounds} ({why_range}). Fix {name} of {host}{note}."
+            )
+        elif value in seen:
+            problems.append(
+                f"{host}: {name} {value} is already used by {seen[value]}{note}. Each host needs its own; change "
+                f"{name} of {host} or {seen[value]}."
+            )
+        else:
+            seen[value] = host
+    return ids
