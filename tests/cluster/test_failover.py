@@ -20,7 +20,9 @@ import socket
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -28,7 +30,9 @@ from conftest import Cluster
 from inventory_hosts import node
 from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient
-from kafka.errors import CommitFailedError, RebalanceInProgressError
+from kafka.errors import CommitFailedError, RebalanceInProgressError, for_code
+from kafka.protocol.admin import DescribeTopicPartitionsRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from kafkalab import e2e, report
 
@@ -148,28 +152,117 @@ def accepts_connections(address: str) -> bool:
         return True
 
 
-def unhealthy(cluster: Cluster, admin: KafkaAdminClient) -> list[str]:
+def ask(admin: KafkaAdminClient, request: Any, node_id: int | None = None) -> tuple[int, Any]:
+    """Send one request to one broker (node_id, else the one kafka-python would pick) and say which broker it
+    was: admin.describe_topics() and the like do not."""
+    manager = admin._manager
+
+    async def send() -> tuple[int, Any]:
+        node = manager.least_loaded_node() if node_id is None else node_id
+        return node, await manager.send(request, node_id=node)
+
+    node, response = manager.run(send)
+    return int(node), response
+
+
+def all_topics(admin: KafkaAdminClient) -> tuple[int, list[dict[str, Any]]]:
+    """Every topic (internal ones too) with its partitions, as admin.describe_topics() gives them, and the
+    broker that answered."""
+    node, response = ask(admin, MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return node, list(response.to_dict()["topics"])
+
+
+def unhealthy(cluster: Cluster, admin: KafkaAdminClient, topics: list[dict[str, Any]]) -> list[str]:
     """What keeps the cluster from full health: brokers not serving, partitions (internal ones too) without
     a leader or with a short ISR. Empty when every broker serves and every replica is in sync."""
     addresses = {name: cluster.broker_address(name) for name in cluster.brokers}
     problems = [f"{n} refuses {a}" for n, a in addresses.items() if not _quietly(accepts_connections, a)]
     registered = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
     problems += [f"{n} not registered" for n in cluster.brokers if cluster.node_id(n) not in registered]
-    for topic in admin.describe_topics():
+    for topic in topics:
         for p in topic["partitions"]:
             if p["leader_id"] < 0 or len(p["isr_nodes"]) < len(p["replica_nodes"]):
                 problems.append(f"{topic['name']}-{p['partition_index']} leader={p['leader_id']} isr={p['isr_nodes']}")
     return problems
 
 
-def off_preferred_leader(admin: KafkaAdminClient) -> dict[str, set[int]]:
-    """Partitions (internal ones too) whose leader is not the first replica of their assignment."""
-    off: dict[str, set[int]] = {}
-    for topic in admin.describe_topics():
+def off_preferred_leader(topics: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Partitions (internal ones too) whose leader is not the first replica of their assignment, by topic."""
+    off: dict[str, list[dict[str, Any]]] = {}
+    for topic in topics:
         for p in topic["partitions"]:
             if p["replica_nodes"] and p["leader_id"] != p["replica_nodes"][0]:
-                off.setdefault(topic["name"], set()).add(p["partition_index"])
+                off.setdefault(topic["name"], []).append(p)
     return off
+
+
+def elect_preferred(bootstrap: str, partitions: dict[str, list[int]]) -> list[str]:
+    """A preferred leader election for these partitions; the response, one entry a partition.
+
+    Through a new admin client each time. KafkaAdminClient sends it to the broker it took for the controller
+    at its first such call and keeps that id for its life (admin/client.py, _send_request_to_controller); in
+    KRaft that is any live broker (it forwards the request), and the connection to it comes from the
+    client's broker list, refreshed only every metadata_max_age_ms (5 min). A broker stopped cleanly is fenced
+    before it closes its connections; the refresh its closing triggers leaves it out of that list, and every
+    election then fails with UnknownBrokerIdError, long after the broker is back.
+    """
+    with KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-failover-elect") as client:
+        response = client.elect_leaders(0, partitions, raise_errors=False)  # 0: preferred replica
+    top = int(getattr(response, "error_code", 0))  # ElectLeaders v1+
+    results = [f"request: {top} {for_code(top).__name__}"] if top else []
+    for r in response.replica_election_results:
+        for p in r.partition_result:
+            error = f"{p.error_code} {for_code(p.error_code).__name__} {p.error_message or ''}".strip()
+            results.append(f"{r.topic}-{p.partition_id}: {error}")
+    return results
+
+
+def eligible_leaders(admin: KafkaAdminClient, node: int, topics: list[str]) -> dict[tuple[str, int], str]:
+    """Each partition's eligible leader replicas (KRaft, KIP-966) as one broker describes them: only
+    DescribeTopicPartitions has them, and ZooKeeper-mode brokers do not serve it."""
+    topic_request = DescribeTopicPartitionsRequest.TopicRequest
+    request = DescribeTopicPartitionsRequest(
+        topics=[topic_request(name=t) for t in topics], response_partition_limit=2000, cursor=None
+    )
+    _, response = ask(admin, request, node)
+    return {
+        (t.name, p.partition_index): f"elr={list(p.eligible_leader_replicas or [])} "
+        f"last_known_elr={list(p.last_known_elr or [])}"
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+@dataclass
+class HealthLook:
+    """What healthy_start saw at its latest look, for its failure message."""
+
+    problems: list[str] = field(default_factory=list)
+    broker: int | None = None  # the broker whose metadata the look used
+    off: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # partitions off their preferred leader
+    election: list[str] = field(default_factory=list)  # the latest ElectLeaders response
+    errors: Counter[str] = field(default_factory=Counter)  # exceptions from the look or the election, counted
+
+    def report(self, admin: KafkaAdminClient) -> str:
+        parts = [f"still wrong: {self.problems[:10]}", f"metadata from broker {self.broker}"]
+        if self.off and self.broker is not None:
+            elr: dict[tuple[str, int], str] = {}
+            with contextlib.suppress(Exception):  # ZooKeeper mode has no ELR; this is only a report
+                elr = eligible_leaders(admin, self.broker, sorted(self.off))
+            parts.append(
+                "off their preferred leader: "
+                + ", ".join(
+                    f"{t}-{p['partition_index']} leader={p['leader_id']} epoch={p['leader_epoch']} "
+                    f"replicas={p['replica_nodes']} isr={p['isr_nodes']} {elr.get((t, p['partition_index']), 'elr=?')}"
+                    for t, ps in sorted(self.off.items())
+                    for p in ps
+                )
+            )
+        if self.election:
+            parts.append(f"latest ElectLeaders response: {self.election}")
+        if self.errors:
+            parts.append(f"exceptions (times seen): {dict(self.errors.most_common(5))}")
+        return "; ".join(parts)
 
 
 def _quietly(check: Callable[[str], bool], arg: str) -> bool:
@@ -295,25 +388,34 @@ def healthy_start(cluster: Cluster, admin: KafkaAdminClient) -> None:
     a previous case disrupted may still be rejoining (in ZooKeeper mode a broker is leader again before its
     listener accepts connections); a case started then would measure the previous case's recovery, not its
     own."""
-    last: list[str] = []
+    look = HealthLook()
 
     def healthy() -> bool:
-        last[:] = unhealthy(cluster, admin)
-        if not last:
-            # A restarted broker gets its leaderships back only at the controller's next automatic
-            # rebalance (leader.imbalance.check.interval.seconds, 300 s), which would then move partition
-            # leaders, and the group coordinators with __consumer_offsets, in the middle of the next case.
-            # Do now what an operator does after a restart: a preferred leader election.
-            off = off_preferred_leader(admin)
-            if off:
-                admin.elect_leaders(0, {t: sorted(ps) for t, ps in off.items()})
-                last[:] = [f"{t}-{p} not on its preferred leader" for t, ps in off.items() for p in ps]
-        return not last
+        try:
+            broker, topics = all_topics(admin)
+            problems = unhealthy(cluster, admin, topics)
+            look.broker, look.problems, look.off = broker, problems, {} if problems else off_preferred_leader(topics)
+            if look.off:
+                # A restarted broker gets its leaderships back only at the controller's next automatic
+                # rebalance (leader.imbalance.check.interval.seconds, 300 s), which would then move partition
+                # leaders, and the group coordinators with __consumer_offsets, in the middle of the next case.
+                # Do now what an operator does after a restart: a preferred leader election. Every ISR is
+                # full here, so each preferred replica is in sync and eligible (the controller admits no
+                # fenced or shutting-down broker to an ISR).
+                look.problems = [
+                    f"{t}-{p['partition_index']} not on its preferred leader" for t in look.off for p in look.off[t]
+                ]
+                chosen = {t: sorted(p["partition_index"] for p in ps) for t, ps in look.off.items()}
+                look.election = elect_preferred(cluster.bootstrap, chosen)
+        except Exception as exc:  # the cluster may refuse calls mid-recovery; kept for the failure message
+            look.errors[f"{type(exc).__name__}: {exc}"[:300]] += 1
+            return False
+        return not look.problems
 
     try:
         wait_for(healthy, RECOVERY_TIMEOUT_S, "the cluster to be fully healthy before the case")
     except AssertionError as err:
-        raise AssertionError(f"{err}; still wrong: {last[:10]}") from None
+        raise AssertionError(f"{err}; {look.report(admin)}") from None
 
 
 @pytest.fixture

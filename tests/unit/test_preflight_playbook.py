@@ -2,12 +2,13 @@
 
 The hosts of these inventories do not exist (192.0.2.0/24 is a documentation network and the
 connection is SSH), so any task that reached a host would fail with UNREACHABLE instead: a run that
-stops with the preflight's message and no host in its recap proves no host was touched. The preflight
-runs whatever tags the run is limited to, and in check mode.
+stops with the preflight's message, delegated to localhost, before any other play proves no host was
+touched. The preflight runs whatever tags or --limit the run has, and in check mode.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,11 @@ def refused_in_preflight(run: PlaybookRun, message: str) -> None:
     out = " ".join((run.stdout + run.stderr).split())
     assert run.returncode != 0, out[-3000:]
     assert message in out, out[-3000:]
-    # Only the controller took part: no host was contacted (an unreachable host would be in the recap).
+    # The checks ran on the controller (a play's task delegated to localhost), no host was contacted (SSH
+    # to these addresses fails as UNREACHABLE), and no play that changes hosts started.
+    assert re.search(r"fatal: \[(\S+ -> )?localhost\]: FAILED!", out), out[-3000:]
     assert "UNREACHABLE" not in out, out[-3000:]
-    assert "kafka1 :" not in out and "kafka1                     :" not in run.stdout
+    assert "PLAY [Java runtime]" not in out and "PLAY [Preflight on the hosts]" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize(
@@ -100,10 +103,10 @@ def refused_in_preflight(run: PlaybookRun, message: str) -> None:
         pytest.param(
             {"kafka_default_replication_factor": 5},
             None,
-            ("--tags", "kafka_install"),
+            ("--tags", "kafka_install", "--limit", "kafka2"),
             True,
             "kafka_default_replication_factor 5 is larger than the number of brokers (3)",
-            id="impossible-replication-factor",
+            id="impossible-replication-factor-limited-to-one-host",
         ),
     ],
 )
