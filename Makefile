@@ -40,6 +40,8 @@ venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x and 3.9.x, Spark jars and wheels
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_VERSION).tgz
+	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_ZK_VERSION).tgz
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-$(SPARK_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-$(SPARK_VERSION).txt --project spark --out .cache/artifacts/spark-wheels
 
@@ -96,7 +98,7 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/ruff format --check src tests roles spark collections
 	$(BIN)/mypy
 
-unit: venv  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession)
+unit: venv artifacts  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession, the pinned releases' topic configs)
 	$(BIN)/pytest -p no:cacheprovider tests/unit spark/tests -q
 
 MOLECULE_SCENARIOS := default zookeeper spark
@@ -108,7 +110,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule sc
 	$(BIN)/molecule test -s $*
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
-	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint unit artifacts image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache

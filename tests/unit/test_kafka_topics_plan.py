@@ -41,7 +41,7 @@ def test_invalid_declarations_name_topic_and_field(topic: dict[str, Any], expect
 def test_unknown_config_key_is_refused_when_the_cluster_lists_its_keys() -> None:
     topic = {"name": "t", "partitions": 1, "replication_factor": 1, "configs": {"retention.mss": 1}}
     assert check([topic], 3, known_configs={"retention.ms"}) == [
-        "topic 't': configs.retention.mss is not a topic config this cluster knows."
+        "topic 't': configs.retention.mss is not a topic config this Kafka release knows; did you mean retention.ms?"
     ]
 
 

@@ -125,3 +125,21 @@ def test_inventory_with_a_yaml_error_is_named_as_unreadable(tmp_path: Path) -> N
     path = tmp_path / "hosts.yml"
     path.write_text("all:\n  children:\n    kafka:\n      hosts: [kafka1\n")
     refused_in_preflight(site(path), f"The inventory ({path}) has no hosts: Ansible could not parse it")
+
+
+def test_a_topic_config_the_pinned_release_does_not_know_is_refused(tmp_path: Path) -> None:
+    """Checked against the list the release's own LogConfig prints (message.format.version left in Kafka 4)."""
+    archive = ROOT / ".cache/artifacts/kafka_2.13-4.3.1.tgz"
+    assert archive.exists(), f"{archive} missing: make artifacts builds it (make unit depends on it)"
+    sha512 = Path(f"{archive}.sha512").read_text().split()[0]
+    topic = {"name": "events", "partitions": 3, "replication_factor": 3, "configs": {"message.format.version": "3.0"}}
+    all_vars = {
+        "kafka_archive_source": "local",
+        "kafka_archive_local_path": str(archive),
+        "kafka_archive_sha512": sha512,
+        "kafka_topics": [topic],
+    }
+    refused_in_preflight(
+        site(inventory(tmp_path, all_vars)),
+        "topic 'events': configs.message.format.version is not a topic config this Kafka release knows",
+    )

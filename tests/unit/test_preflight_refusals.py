@@ -115,9 +115,9 @@ def firewall(changes: dict[str, Any], host_changes: HostVars | None = None) -> l
     return firewall_plan(hv, NAMES, [], {**FW, **changes}, resolve=lambda n: None)["problems"]
 
 
-def topics(declared: list[dict[str, Any]], brokers: int = 3) -> list[str]:
-    """The declared topics' problems."""
-    return topics_check(declared, brokers)
+def topics(declared: list[dict[str, Any]], brokers: int = 3, known_configs: set[str] | None = None) -> list[str]:
+    """The declared topics' problems (config names against known_configs, the release's list, when given)."""
+    return topics_check(declared, brokers, known_configs)
 
 
 def variables(
@@ -720,6 +720,26 @@ CASES = [
         id="topic-unknown-field",
     ),
     # --- variables against the specs
+    pytest.param(
+        lambda: topics(
+            [{"name": "t", "partitions": 1, "replication_factor": 1, "configs": {"retention.msx": 1}}],
+            known_configs={"retention.ms", "retention.bytes"},
+        ),
+        [
+            "topic 't': configs.retention.msx is not a topic config this Kafka release knows; did you mean retention.ms?",
+        ],
+        id="topic-config-misspelt",
+    ),
+    pytest.param(
+        lambda: topics(
+            [{"name": "t", "partitions": 1, "replication_factor": 1, "configs": {"message.format.version": "3.0"}}],
+            known_configs={"retention.ms", "cleanup.policy"},
+        ),
+        [
+            "topic 't': configs.message.format.version is not a topic config this Kafka release knows (see Kafka's topic configs for this release).",
+        ],
+        id="topic-config-removed-in-the-release",
+    ),
     pytest.param(
         lambda: variables({h: {"kafka_mode": "kraftt"} for h in NAMES}, controller={"kafka_mode": "kraftt"}),
         [

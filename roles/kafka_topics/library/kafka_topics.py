@@ -31,6 +31,11 @@ options:
   broker_count:
     description: Number of brokers, for static_check_only.
     type: int
+  known_configs:
+    description: The topic configs the release knows (its LogConfig's list), for static_check_only; omitted,
+      the config names are left to the broker.
+    type: list
+    elements: str
   timeout:
     description: Seconds to wait for the cluster on each request.
     type: int
@@ -142,6 +147,7 @@ def main() -> None:
             "bootstrap_servers": {"type": "str"},
             "static_check_only": {"type": "bool", "default": False},
             "broker_count": {"type": "int"},
+            "known_configs": {"type": "list", "elements": "str"},
             "timeout": {"type": "int", "default": 60},
         },
         required_if=[("static_check_only", False, ["bootstrap_servers"])],
@@ -149,7 +155,8 @@ def main() -> None:
     )
     declared = module.params["topics"]
     if module.params["static_check_only"]:
-        problems = check(declared, module.params["broker_count"])
+        known = module.params["known_configs"]
+        problems = check(declared, module.params["broker_count"], set(known) if known else None)
         if problems:
             module.fail_json(msg=["kafka_topics is invalid; nothing was changed.", *problems])
         module.exit_json(changed=False, changes=[])

@@ -9,6 +9,7 @@ configs are set, others are left as they are.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -75,7 +76,9 @@ def check(declared: list[dict[str, Any]], broker_count: int | None, known_config
         )
         if known_configs is not None:
             for key in sorted(set(topic["configs"]) - known_configs):
-                problems.append(f"{where}: configs.{key} is not a topic config this cluster knows.")
+                close = difflib.get_close_matches(key, sorted(known_configs), n=1, cutoff=0.75)
+                hint = f"; did you mean {close[0]}?" if close else " (see Kafka's topic configs for this release)."
+                problems.append(f"{where}: configs.{key} is not a topic config this Kafka release knows{hint}")
     return problems
 
 

@@ -17,13 +17,17 @@ coordinates, checked against the repository's published checksums; `build-wheels
 hash-pinned requirements of artifacts/locks/pyspark-<version>.txt (plus local projects such as spark/)
 into a wheel directory with a SHA512SUMS manifest that the roles verify before pushing.
 
+`topic-configs` runs a release's own LogConfig (with the controller's java) and writes the topic configs it
+documents beside the archive, for the kafka_topics preflight.
+
+    python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_2.13-4.3.1.tgz
     python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-4.0.4.json [--out DIR]
     python -m kafkalab.artifacts lock-jars --name spark-kafka-4.0.4 GROUP:ARTIFACT:VERSION ...
     python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-4.0.4.txt \
         --project spark --out .cache/artifacts/spark-wheels
 
 Exit codes: 0 success, 1 usage or environment error, 3 integrity error (a jar's sha512 differs
-from the lock).
+from the lock), 4 no java on the controller (topic-configs).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from kafkalab.artifacts.maven import (
 )
 from kafkalab.artifacts.relock import relock
 from kafkalab.artifacts.spark import build_wheels, fetch_jars, lock_jars
+from kafkalab.artifacts.topic_configs import write_topic_configs
 
 # src/kafkalab/artifacts/cli.py: the repository root is three levels up.
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -104,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     wheels.add_argument("--requirements", type=Path, required=True, help="e.g. artifacts/locks/pyspark-4.0.4.txt")
     wheels.add_argument("--project", type=Path, action="append", default=[], help="a local project, e.g. spark")
     wheels.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR / "spark-wheels", help="wheel directory")
+    configs = sub.add_parser("topic-configs", help="write the topic configs a release documents beside its archive")
+    configs.add_argument("--archive", type=Path, required=True, help="e.g. .cache/artifacts/kafka_2.13-4.3.1.tgz")
     return parser
 
 
@@ -133,6 +140,13 @@ def _spark_command(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     started = time.monotonic()
+    if args.command == "topic-configs":
+        try:
+            _log(f"wrote {write_topic_configs(args.archive)}")
+        except ArtifactError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        return EXIT_OK
     if args.command in ("fetch-jars", "lock-jars", "build-wheels"):
         try:
             return _spark_command(args)
