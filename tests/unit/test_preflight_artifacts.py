@@ -100,7 +100,10 @@ def test_missing_local_archive_is_refused_with_the_fix(tmp_path: Path) -> None:
         },
     )
     assert result.returncode != 0
-    assert "no such file: the archive of kafka_version 4.3.1 (kafka_archive_local_path) is not on the controller" in result.stdout
+    assert (
+        "no such file: the archive of kafka_version 4.3.1 (kafka_archive_local_path) is not on the controller"
+        in result.stdout
+    )
 
 
 def test_download_with_pinned_sha512_lands_in_the_cache(tmp_path: Path, archive: tuple[Path, str], server: str) -> None:
