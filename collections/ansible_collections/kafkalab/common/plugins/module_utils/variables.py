@@ -138,12 +138,22 @@ def type_problems(
 ) -> list[str]:
     """Each declared variable set to a value of the wrong type or outside its choices, naming the fix."""
     found: dict[str, list[str]] = {}
+    hosts = list(hosts)
+    # Only what the inventory sets is read (templating a value is the costly part), and a value that
+    # group_vars gives every host is validated once.
+    keys = {host: _keys(hostvars, host) for host in hosts}
+    verdicts: dict[tuple[str, str], str | None] = {}
     for name, (role, option) in declared(specs).items():
         for host in hosts:
+            if name not in keys[host]:
+                continue
             value = read(hostvars, host, name)
             if value is MISSING or value is None:
                 continue
-            note = _type_error(name, value, option)
+            verdict_key = (name, repr(value))
+            if verdict_key not in verdicts:
+                verdicts[verdict_key] = _type_error(name, value, option)
+            note = verdicts[verdict_key]
             if note is not None:
                 message = (
                     f"{name} is {value!r}{note}, but the {role} role needs {_expected(option)} "
@@ -153,6 +163,14 @@ def type_problems(
     return _grouped(found)
 
 
+def _keys(hostvars: Mapping[str, Any], host: str) -> set[str]:
+    """The names of the variables a host has (inventory, group_vars, host_vars, facts)."""
+    try:
+        return {str(k) for k in hostvars[host]}
+    except Exception:  # a host Ansible cannot describe has nothing to check here
+        return set()
+
+
 def unknown_problems(
     hostvars: Mapping[str, Any], hosts: Iterable[str], specs: Mapping[str, Mapping[str, Any]]
 ) -> list[str]:
@@ -160,11 +178,7 @@ def unknown_problems(
     names = declared(specs)
     found: dict[str, list[str]] = {}
     for host in hosts:
-        try:
-            keys = list(hostvars[host].keys())
-        except Exception:  # a host Ansible cannot describe has nothing to report here
-            continue
-        for key in sorted(str(k) for k in keys):
+        for key in sorted(_keys(hostvars, host)):
             if not key.startswith(ROLE_PREFIXES) or key in names or key in PUBLIC_OUTPUTS:
                 continue
             close = difflib.get_close_matches(key, list(names), n=1, cutoff=0.75)
