@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_cluster import kafka_cluster_model, kafka_server_properties, to_properties
+from kafka_cluster import kafka_cluster_model
+from kafka_outputs import kafka_server_properties, to_properties
 
 SETTINGS: dict[str, Any] = {
     "version": "4.3.1",

@@ -1,0 +1,125 @@
+"""What the Kafka cluster model gives the hosts and the other roles: each node's server.properties, and the
+firewall role's records of who must reach each Kafka port.
+
+The model itself (roles, quorum, listeners, every check) is kafka_cluster.py; these filters only read it.
+Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
+
+
+def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mapping[str, Any]) -> dict[str, str]:
+    """The role's server.properties for one host (before the user's custom properties are merged)."""
+    node = model["nodes"][host]
+    zookeeper_mode = model.get("mode") == "zookeeper"
+    is_broker = "broker" in node["roles"]
+    is_controller = "controller" in node["roles"]
+
+    listeners: list[str] = []
+    advertised: list[str] = []
+    protocol_map: dict[str, str] = {}
+    for item in node["listeners"]:
+        listeners.append(f"{item['name']}://{item['bind_host']}:{item['port']}")
+        advertised.append(f"{item['name']}://{item['advertised_host']}:{item['advertised_port']}")
+        protocol_map[item["name"]] = item["protocol"]
+
+    props: dict[str, str]
+    if zookeeper_mode:
+        # No controller listener and no process.roles: the broker finds the cluster through ZooKeeper.
+        props = {
+            "broker.id": str(node["node_id"]),
+            "zookeeper.connect": str(model["zookeeper_connect"]),
+        }
+    else:
+        controller_listener = settings["controller_listener"]
+        ctrl_name = str(controller_listener["name"])
+        if is_controller:
+            bind = controller_listener.get("bind_host") or ""
+            listeners.append(f"{ctrl_name}://{bind}:{controller_listener['port']}")
+        # Every node must know the controller listener's protocol, brokers included, to reach the quorum.
+        protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
+        props = {
+            "process.roles": ",".join(node["roles"]),
+            "node.id": str(node["node_id"]),
+            "controller.quorum.voters": str(model["quorum_voters"]),
+            "controller.listener.names": ctrl_name,
+        }
+    props.update(
+        {
+            "listeners": ",".join(listeners),
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocol_map.items())),
+            "log.dirs": ",".join(settings["data_dirs"]),
+        }
+    )
+    if is_broker:
+        rf = str(settings["default_replication_factor"])
+        min_isr = str(settings["min_insync_replicas"])
+        props.update(
+            {
+                "advertised.listeners": ",".join(advertised),
+                "inter.broker.listener.name": str(settings["inter_broker_listener_name"]),
+                "num.partitions": str(settings.get("num_partitions", 3)),
+                "default.replication.factor": rf,
+                "min.insync.replicas": min_isr,
+                "offsets.topic.replication.factor": rf,
+                "transaction.state.log.replication.factor": rf,
+                "transaction.state.log.min.isr": min_isr,
+                "unclean.leader.election.enable": "false",
+                "auto.create.topics.enable": "false",
+            }
+        )
+    return props
+
+
+def kafka_firewall_services(model: Mapping[str, Any], client_hosts: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Who must reach each Kafka port (the firewall role's `firewall_services` records), from the model.
+
+    Every broker listener is open to its client networks (the listener's client_networks, else the
+    `clients` class); the inter-broker listener also to the other brokers and to the in-cluster clients
+    (client_hosts: the Spark job's hosts). The KRaft controller listener is open to every Kafka node and
+    nothing else.
+    """
+    nodes = model.get("nodes", {})
+    brokers = [h for h, n in nodes.items() if "broker" in n.get("roles", [])]
+    controllers = [h for h, n in nodes.items() if "controller" in n.get("roles", [])]
+    inter_broker = model.get("inter_broker_listener_name")
+    services = []
+    for host in brokers:
+        for item in nodes[host].get("listeners", []):
+            networks = item.get("client_networks")
+            services.append(
+                {
+                    "name": f"kafka {item['name']}",
+                    "hosts": [host],
+                    "port": item["port"],
+                    "from_hosts": [*brokers, *client_hosts] if item["name"] == inter_broker else [],
+                    "from_networks": list(networks) if networks is not None else ["clients"],
+                }
+            )
+    if model.get("mode") != "zookeeper" and controllers:
+        services.append(
+            {
+                "name": "kafka controller quorum",
+                "hosts": controllers,
+                "port": model.get("controller_listener", {}).get("port"),
+                "from_hosts": list(dict.fromkeys([*controllers, *brokers])),
+                "from_networks": [],
+            }
+        )
+    return services
+
+
+class FilterModule:
+    """Ansible entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "kafka_server_properties": kafka_server_properties,
+            "kafka_firewall_services": kafka_firewall_services,
+            "to_properties": to_properties,
+        }
