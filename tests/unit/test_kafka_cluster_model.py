@@ -360,7 +360,7 @@ def test_broker_id_above_reserved_max_is_refused() -> None:
 def test_zookeeper_host_without_address_is_refused_naming_the_host() -> None:
     hv = {**inventory(3), "zk1": {}}
     found = zk_model(hv, ["k1", "k2", "k3"], ["zk1"])["problems"]
-    assert any(p.startswith("zk1 (ZooKeeper): no address") for p in found), found
+    assert any(p.startswith("zk1: no address for ZooKeeper: set zookeeper_address or") for p in found), found
 
 
 @pytest.mark.parametrize("chroot", ["kafka", "/kafka/", "/", "/a//b", "/a/../b", "/a b"])

@@ -22,8 +22,8 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     KAFKA_ADDRESS,
     ZOOKEEPER_ADDRESS,
     as_int,
+    checked_address,
     get,
-    host_address,
     is_port,
     unique_ids,
     valid_address,
@@ -348,15 +348,8 @@ def _check_zookeeper_mode(
         )
     servers = []
     for host in zookeepers:
-        address = host_address(hostvars, host, ZOOKEEPER_ADDRESS)
-        if not address:
-            problems.append(
-                f"{host} (ZooKeeper): no address: set ansible_host (or zookeeper_address) for this host in the "
-                "inventory, or name the host by its fully qualified DNS name."
-            )
-        elif not valid_address(address):
-            problems.append(f"{host} (ZooKeeper): address '{address}' is not a valid host name or IP.")
-        else:
+        address = checked_address(hostvars, host, ZOOKEEPER_ADDRESS, problems, " for ZooKeeper")
+        if address:
             servers.append(f"{address}:{port}")
     return ",".join(servers) + chroot
 
@@ -432,7 +425,7 @@ def kafka_cluster_model(
     nodes: dict[str, dict[str, Any]] = {}
     for host in hosts:
         node_id = node_ids[host]
-        address = host_address(hostvars, host, KAFKA_ADDRESS)
+        address = checked_address(hostvars, host, KAFKA_ADDRESS, problems)
         overrides = _host_overrides(host, get(hostvars, host, "kafka_listener_overrides", {}), problems)
         host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []
         ports: dict[int, str] = {}
@@ -457,16 +450,6 @@ def kafka_cluster_model(
                     f"{host}: runs a ZooKeeper server on client port {zk_port} (kafka_zookeeper_client_port / "
                     f"zookeeper_client_port), which listener {ports[zk_port]} also uses. Give one of them another port."
                 )
-        if not address:
-            problems.append(
-                f"{host}: no address: set ansible_host (or kafka_advertised_host) for this host in the inventory, "
-                "or name the host by its fully qualified DNS name."
-            )
-        elif not valid_address(address):
-            problems.append(
-                f"{host}: address '{address}' (kafka_advertised_host, else ansible_host) is not a valid host name or "
-                "IP. Fix it in the inventory."
-            )
         _check_owned_properties(hostvars, host, problems)
         roles = [r for r, group in (("broker", brokers), ("controller", controllers)) if host in group]
         nodes[host] = {

@@ -14,10 +14,10 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     ZOOKEEPER_ADDRESS,
     as_int,
+    checked_address,
     host_address,
     is_port,
     unique_ids,
-    valid_address,
 )
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
 
@@ -73,14 +73,7 @@ def zookeeper_ensemble_model(
     model: dict[str, dict[str, Any]] = {}
     for host in servers:
         myid = myids[host]
-        address = zookeeper_address(hostvars, host)
-        if not address:
-            problems.append(
-                f"{host}: no address for ZooKeeper: set ansible_host (or zookeeper_address) for this host in the "
-                "inventory, or name the host by its fully qualified DNS name."
-            )
-        elif not valid_address(address):
-            problems.append(f"{host}: ZooKeeper address '{address}' is not a valid host name or IP.")
+        address = checked_address(hostvars, host, ZOOKEEPER_ADDRESS, problems, " for ZooKeeper")
         model[host] = {"host": host, "myid": myid, "address": str(address or "")}
 
     connect = ",".join(f"{s['address']}:{ports['client_port']}" for s in model.values())

@@ -82,6 +82,28 @@ def host_address(
     return None
 
 
+def checked_address(
+    hostvars: Mapping[str, Any], host: str, precedence: Sequence[str], problems: list[str], what: str = ""
+) -> str | None:
+    """host_address, or None with a problem that names the host and the variables to set when the host has
+    no address or an invalid one. what: whose address it is (" for ZooKeeper"), for the message."""
+    address = host_address(hostvars, host, precedence)
+    variables = " or ".join(precedence)
+    if not address:
+        problems.append(
+            f"{host}: no address{what}: set {variables} for this host in the inventory, or name the host by its "
+            "fully qualified DNS name."
+        )
+        return None
+    if not valid_address(address):
+        problems.append(
+            f"{host}: address '{address}'{what} (from {variables}) is not a valid host name or IP. Fix it in the "
+            "inventory."
+        )
+        return None
+    return address
+
+
 def unique_ids(
     hostvars: Mapping[str, Any],
     hosts: Sequence[str],
