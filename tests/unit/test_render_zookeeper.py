@@ -123,7 +123,7 @@ def test_kraft_on_kafka_4_keeps_log4j2_and_no_zookeeper_shell(tmp_path: Path) ->
             "kafka_version is 4.3.1: Kafka 4 removed ZooKeeper mode (it runs KRaft only). Pin kafka_version: 3.9.2",
         ),
         ("missing-myid", "node2: zookeeper_myid is not set"),
-        ("missing-address", "node4 (ZooKeeper): no address"),
+        ("missing-address", "node4: no address for ZooKeeper"),
     ],
 )
 def test_bad_zookeeper_inventory_stops_before_any_host(tmp_path: Path, case: str, expected: str) -> None:
