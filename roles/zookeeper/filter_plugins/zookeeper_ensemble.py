@@ -15,7 +15,6 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     ZOOKEEPER_ADDRESS,
     as_int,
     checked_address,
-    host_address,
     is_port,
     unique_ids,
 )
@@ -24,11 +23,6 @@ from ansible_collections.kafkalab.common.plugins.module_utils.properties import 
 MYID_RANGE = range(1, 256)
 # The four-letter words the health checks need (ruok: alive; srvr and mntr: mode and state).
 HEALTH_WORDS = ("ruok", "srvr", "mntr")
-
-
-def zookeeper_address(hostvars: Mapping[str, Any], host: str) -> str | None:
-    """The address peers and clients use for a server (the kafka role builds zookeeper.connect the same way)."""
-    return host_address(hostvars, host, ZOOKEEPER_ADDRESS)
 
 
 def zookeeper_ensemble_model(
