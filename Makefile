@@ -11,6 +11,9 @@ LAB_INVENTORY := inventories/lab
 # The Kafka release is pinned once, in the lab inventory; the artifact step reads it from there.
 KAFKA_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
 KAFKA_SCALA := $(shell sed -n 's/^kafka_scala_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
+# The 4.x release the default scenario builds first and upgrades from (playbooks/upgrade.yml), pinned once in
+# that scenario's converge playbook.
+KAFKA_PREVIOUS_VERSION := $(shell sed -n 's/^ *kafka_version: *"\(.*\)"/\1/p' molecule/default/converge.yml)
 # Spark (and so its Kafka connector jars and the pyspark wheel) is pinned once, in the lab inventory.
 SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
@@ -37,11 +40,14 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x and 3.9.x, Spark jars and wheels
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
-	@# The releases' own topic-config lists need java on the controller; without it (exit 4) the broker checks the names.
+	@# The releases' own topic-config lists (and broker update modes) need java on the controller; without it
+	@# (exit 4) the broker checks the names.
 	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_VERSION).tgz || [ $$? -eq 4 ]
+	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_PREVIOUS_VERSION).tgz || [ $$? -eq 4 ]
 	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_ZK_VERSION).tgz || [ $$? -eq 4 ]
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-$(SPARK_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-$(SPARK_VERSION).txt --project spark --out .cache/artifacts/spark-wheels

@@ -14,5 +14,8 @@ sys.path.insert(0, str(ROOT / "roles" / "spark" / "filter_plugins"))
 # zk4lw is a script the zookeeper role installs on its hosts; the suites import its pure functions.
 sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "files"))
 sys.path.insert(0, str(ROOT / "roles" / "kafka_topics" / "module_utils"))
+sys.path.insert(0, str(ROOT / "roles" / "kafka" / "module_utils"))
+# The kafka role's modules (kafka_dynamic_configs' pure plan and parser).
+sys.path.insert(0, str(ROOT / "roles" / "kafka" / "library"))
 # inventory_hosts: the inventory helpers both cluster suites (tests/cluster, tests/spark_cluster) share.
 sys.path.insert(0, str(ROOT / "tests"))

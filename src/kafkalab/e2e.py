@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
 
 
 @dataclass(frozen=True, order=True)
@@ -193,6 +194,17 @@ def consume_run(
     bootstrap: str, topic: str, run_id: str, timeout_s: float = 120, **consumer_config: Any
 ) -> list[Record]:
     """Read the whole topic from the beginning up to the end offsets seen at start; keep this run's records."""
+    return read_run(bootstrap, topic, run_id, timeout_s, **consumer_config)[0]
+
+
+def read_run(
+    bootstrap: str, topic: str, run_id: str, timeout_s: float = 120, **consumer_config: Any
+) -> tuple[list[Record], dict[int, int]]:
+    """consume_run, and whether it got there: (this run's records, {partition: records left unread}).
+
+    The second part is empty when every partition was read up to the end offsets seen at start; a caller
+    that reports "lost" must check it, or a read cut short by the timeout passes for lost records.
+    """
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
@@ -211,9 +223,25 @@ def consume_run(
                     data = decode(msg.value)
                     if data and data.get("run") == run_id:
                         records.append(Record(tp.partition, msg.offset, (msg.key or b"").decode(), int(data["seq"])))
+        short = _unread(consumer, end)
     finally:
         consumer.close()
-    return records
+    return records, short
+
+
+def _unread(consumer: KafkaConsumer, end: dict[TopicPartition, int]) -> dict[int, int]:
+    """Records left before each partition's end offset; -1 where the position cannot be told."""
+    short: dict[int, int] = {}
+    for tp, o in end.items():
+        try:
+            position = consumer.position(tp, timeout_ms=5000)
+        except KafkaError:
+            position = None
+        if position is None:
+            short[tp.partition] = -1
+        elif position < o:
+            short[tp.partition] = o - position
+    return short
 
 
 def read_rate(bootstrap: str, topic: str, timeout_s: float = 600) -> tuple[int, int, float]:

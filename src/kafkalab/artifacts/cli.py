@@ -17,8 +17,12 @@ coordinates, checked against the repository's published checksums; `build-wheels
 hash-pinned requirements of artifacts/locks/pyspark-<version>.txt (plus local projects such as spark/)
 into a wheel directory with a SHA512SUMS manifest that the roles verify before pushing.
 
-`topic-configs` runs a release's own LogConfig (with the controller's java) and writes the topic configs it
-documents beside the archive, for the kafka_topics preflight.
+`topic-configs` runs a release's own LogConfig, KafkaConfig and FeatureCommand (with the controller's java)
+and writes, beside the archive, the topic configs it documents (<stem>.topic-configs.json, for the
+kafka_topics preflight), every broker config with its update mode (<stem>.broker-configs.json: read-only,
+per-broker or cluster-wide, i.e. whether a change needs a restart) and the feature levels it finalizes by
+default (<stem>.features.json, from version-mapping; none for 3.9.x, which has no version-mapping). Each
+file is written only when missing.
 
     python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_2.13-4.3.1.tgz
     python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-4.0.4.json [--out DIR]
@@ -52,7 +56,7 @@ from kafkalab.artifacts.maven import (
 )
 from kafkalab.artifacts.relock import relock
 from kafkalab.artifacts.spark import build_wheels, fetch_jars, lock_jars
-from kafkalab.artifacts.topic_configs import NoJavaError, write_topic_configs
+from kafkalab.artifacts.topic_configs import NoJavaError, write_broker_configs, write_features, write_topic_configs
 
 # src/kafkalab/artifacts/cli.py: the repository root is three levels up.
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -109,7 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     wheels.add_argument("--requirements", type=Path, required=True, help="e.g. artifacts/locks/pyspark-4.0.4.txt")
     wheels.add_argument("--project", type=Path, action="append", default=[], help="a local project, e.g. spark")
     wheels.add_argument("--out", type=Path, default=DEFAULT_OUT_DIR / "spark-wheels", help="wheel directory")
-    configs = sub.add_parser("topic-configs", help="write the topic configs a release documents beside its archive")
+    configs = sub.add_parser(
+        "topic-configs",
+        help="write a release's topic configs, broker configs' update modes and default features beside its archive",
+    )
     configs.add_argument("--archive", type=Path, required=True, help="e.g. .cache/artifacts/kafka_2.13-4.3.1.tgz")
     return parser
 
@@ -143,6 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "topic-configs":
         try:
             _log(f"wrote {write_topic_configs(args.archive)}")
+            _log(f"wrote {write_broker_configs(args.archive)}")
+            features = write_features(args.archive)
+            if features is None:  # 3.9.x: ZooKeeper mode here, no features to finalize
+                _log(f"note: {args.archive.name}: FeatureCommand has no version-mapping (before 4.0), no features file")
+            else:
+                _log(f"wrote {features}")
         except NoJavaError as exc:
             # Not fatal for a run: without the list, the broker checks the config names in the topics play.
             print(f"note: {exc} Until then the topics play leaves config names to the broker.", file=sys.stderr)

@@ -1,0 +1,201 @@
+"""Cluster health as Kafka's own tools print it, and the restart gates built on it (kafka_gate module).
+
+The tools print text only (kafka-topics, kafka-metadata-quorum and kafka-broker-api-versions have no
+JSON output), so the parsers here read the documented line formats of Kafka 3.9 and 4.x and are
+unit-tested against recorded output. Pure functions: no I/O, so tests need no cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+_PARTITION = re.compile(
+    r"Topic:\s*(?P<topic>\S+)\s+Partition:\s*(?P<partition>\d+)\s+Leader:\s*(?P<leader>\S+)\s+"
+    r"Replicas:\s*(?P<replicas>[\d,]*)\s+Isr:\s*(?P<isr>[\d,]*)"
+)
+_TOPIC_HEADER = re.compile(r"Topic:\s*(?P<topic>\S+)\s+TopicId:.*?PartitionCount:")
+_MIN_ISR = re.compile(r"(?:^|[\s,])min\.insync\.replicas=(\d+)")
+_BROKER = re.compile(r"\(id: (?P<id>-?\d+) rack: [^)]*?(?:isFenced: (?P<fenced>true|false))?\)\s*->")
+
+
+@dataclass(frozen=True)
+class Partition:
+    topic: str
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    min_isr: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def describe(self) -> str:
+        return (
+            f"{self.name} (replicas {','.join(map(str, self.replicas))}, "
+            f"in sync {','.join(map(str, self.isr)) or 'none'}, min.insync.replicas {self.min_isr})"
+        )
+
+
+@dataclass(frozen=True)
+class Voter:
+    node_id: int
+    lag: int
+    status: str
+
+
+@dataclass
+class Health:
+    """What one look at the cluster found: problems that must clear, and facts the play uses."""
+
+    problems: list[str] = field(default_factory=list)
+    leader_id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def parse_topics(text: str, default_min_isr: int) -> list[Partition]:
+    """Every partition of `kafka-topics --describe`, with its topic's min.insync.replicas.
+
+    The topic header's `Configs:` lists the topic's overrides; a topic without a min.insync.replicas
+    override uses the brokers' (default_min_isr), as Kafka does.
+    """
+    min_isr: dict[str, int] = {}
+    partitions: list[Partition] = []
+    for line in text.splitlines():
+        header = _TOPIC_HEADER.search(line)
+        if header:
+            configs = line.split("Configs:", 1)[1] if "Configs:" in line else ""
+            match = _MIN_ISR.search(configs)
+            min_isr[header["topic"]] = int(match.group(1)) if match else default_min_isr
+            continue
+        match = _PARTITION.search(line)
+        if not match:
+            continue
+        leader_text = match["leader"]
+        leader = int(leader_text) if re.fullmatch(r"\d+", leader_text) else None
+        partitions.append(
+            Partition(
+                topic=match["topic"],
+                partition=int(match["partition"]),
+                leader=leader,
+                replicas=_ids(match["replicas"]),
+                isr=_ids(match["isr"]),
+                min_isr=min_isr.get(match["topic"], default_min_isr),
+            )
+        )
+    return partitions
+
+
+def parse_voters(text: str) -> list[Voter]:
+    """The voters (Leader and Follower rows) of `kafka-metadata-quorum describe --replication`."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    header = next((cols for cols in lines if "NodeId" in cols and "Lag" in cols and "Status" in cols), None)
+    if header is None:
+        return []
+    at = {name: header.index(name) for name in ("NodeId", "Lag")}
+    voters = []
+    for cols in lines:
+        if cols is header or len(cols) < len(header) or not re.fullmatch(r"-?\d+", cols[at["NodeId"]]):
+            continue
+        status = cols[-1]
+        if status in ("Leader", "Follower"):
+            voters.append(Voter(int(cols[at["NodeId"]]), int(cols[at["Lag"]]), status))
+    return voters
+
+
+def parse_brokers(text: str) -> dict[int, bool]:
+    """broker id -> fenced, from `kafka-broker-api-versions` (3.9 prints no isFenced: read as unfenced)."""
+    return {int(m["id"]): m["fenced"] == "true" for m in _BROKER.finditer(text)}
+
+
+def parse_zookeeper_ids(text: str) -> list[int]:
+    """The children of /brokers/ids from `zookeeper-shell ... ls /brokers/ids` (its last list line)."""
+    lists = [line for line in text.splitlines() if re.fullmatch(r"\[[0-9, ]*\]", line.strip())]
+    return sorted(int(n) for n in re.findall(r"\d+", lists[-1])) if lists else []
+
+
+def parse_zookeeper_controller(text: str) -> int | None:
+    """The broker id in /controller (`zookeeper-shell ... get /controller`), the active controller."""
+    match = re.search(r'"brokerid"\s*:\s*(\d+)', text)
+    return int(match.group(1)) if match else None
+
+
+def partition_problems(partitions: list[Partition], stopping: int | None, unprotected: Iterable[str] = ()) -> list[str]:
+    """Partitions not healthy now; with `stopping`, also those that node's absence takes below min ISR.
+
+    Healthy: a leader, every replica in sync, and in sync replicas at or above min.insync.replicas (or
+    all of them, for a partition with fewer replicas than that: it never takes acks=all writes, by its
+    topic's design). A node may stop only if every partition it is in sync for keeps min.insync.replicas
+    without it (an RF 1 partition, or one already at min ISR, would stop taking writes), unless its topic
+    is one the operator declared unprotected (a lab's deliberately unreplicated exercise topics).
+    """
+    skip = set(unprotected)
+    problems = []
+    for p in partitions:
+        if p.leader is None:
+            problems.append(f"partition {p.describe()} has no leader (offline)")
+        elif len(p.isr) < min(p.min_isr, len(p.replicas)):
+            problems.append(f"partition {p.describe()} is under min ISR")
+        elif len(p.isr) < len(p.replicas):
+            problems.append(f"partition {p.describe()} is under-replicated")
+        elif p.topic in skip:
+            continue
+        elif stopping is not None and stopping in p.isr and len(p.isr) - 1 < p.min_isr:
+            problems.append(
+                f"stopping node {stopping} would take partition {p.describe()} below min.insync.replicas"
+                + (" and make it unavailable" if len(p.isr) == 1 else "")
+            )
+    return problems
+
+
+def quorum_problems(voters: list[Voter], node_id: int, stopping: bool, lag_max: int) -> list[str]:
+    """The controller quorum: has a leader; `node_id` (a voter) is caught up; stopping it keeps a majority.
+
+    Caught up means a lag of at most lag_max records behind the leader's log end.
+    """
+    if not voters:
+        return ["the metadata quorum reports no voters"]
+    problems = []
+    if not any(v.status == "Leader" for v in voters):
+        problems.append("the metadata quorum has no leader")
+    majority = len(voters) // 2 + 1
+    mine = next((v for v in voters if v.node_id == node_id), None)
+    if mine is None:
+        problems.append(
+            f"node {node_id} is not a voter of the metadata quorum ({', '.join(str(v.node_id) for v in voters)})"
+        )
+    elif mine.lag > lag_max:
+        problems.append(f"controller {node_id} is {mine.lag} records behind the leader (at most {lag_max} allowed)")
+    if stopping:
+        others = [v for v in voters if v.node_id != node_id and v.lag <= lag_max]
+        if len(others) < majority:
+            problems.append(
+                f"stopping controller {node_id} would leave {len(others)} caught-up voters of {len(voters)} "
+                f"(a majority is {majority}): voters {', '.join(f'{v.node_id} lag {v.lag}' for v in voters)}"
+            )
+    return problems
+
+
+def broker_problems(registered: dict[int, bool] | list[int], expected: list[int]) -> list[str]:
+    """Every expected broker registered (and, in KRaft mode, unfenced)."""
+    if isinstance(registered, dict):
+        missing = [b for b in expected if b not in registered]
+        fenced = [b for b in expected if registered.get(b)]
+    else:
+        missing, fenced = [b for b in expected if b not in registered], []
+    problems = []
+    if missing:
+        problems.append(f"broker(s) {', '.join(map(str, missing))} not registered")
+    if fenced:
+        problems.append(f"broker(s) {', '.join(map(str, fenced))} fenced")
+    return problems

@@ -1,0 +1,346 @@
+"""The background load process (`python -m kafkalab.load run --state DIR`, spawned by `start`).
+
+Two parts run side by side until SIGTERM:
+
+- a producer writing e2e's numbered, keyed stream (acks=all, idempotent, retries forever within a
+  180 s delivery timeout, like e2e.BackgroundProducer) at a fixed rate; every ack goes to acked.jsonl
+  with its time, every send that ends in an error to failed.jsonl;
+- a consumer-group member reading the topic (manual commits, synchronous, about once a second) that
+  logs what it read of this run to group.jsonl and each commit the broker accepted to commits.jsonl.
+
+Both must ride out brokers that are down for tens of seconds, a coordinator that moves and the
+rebalances that follow: errors are logged and retried, never fatal. On SIGTERM the producer stops
+sending and waits for every outstanding send to end; the member then reads up to the end offsets,
+commits, and the process writes done.json and exits 0 (1 if it could not finish cleanly).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from kafkalab.e2e import decode, encode
+from kafkalab.load.files import JsonlWriter, StateDir, read_json, write_json
+
+log = logging.getLogger("kafkalab.load")
+
+DELIVERY_TIMEOUT_MS = 180_000
+# `stop` waits 300 s for the process; the whole shutdown (flush, then drain) must fit well inside that.
+SHUTDOWN_BUDGET_S = 270.0
+DRAIN_TIMEOUT_S = 120.0
+COMMIT_INTERVAL_S = 1.0
+FLUSH_INTERVAL_S = 0.5
+
+
+class StreamProducer:
+    """Sends the numbered stream in a thread; records acks and failures as they complete."""
+
+    def __init__(self, config: dict[str, Any], acked: JsonlWriter, failed: JsonlWriter) -> None:
+        self._topic = str(config["topic"])
+        self._run_id = str(config["run_id"])
+        self._keys = int(config.get("keys", 64))
+        self._interval = 1.0 / float(config["rate"])
+        self._acked, self._failed = acked, failed
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._in_flight: dict[int, str] = {}
+        self.sent = 0
+        self._producer = KafkaProducer(
+            bootstrap_servers=config["bootstrap"],
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=5,
+            retries=2**31 - 1,
+            request_timeout_ms=15_000,
+            delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
+            max_in_flight_requests_per_connection=5,
+            client_id="kafkalab-load-producer",
+        )
+        self._thread = threading.Thread(target=self._run, name="load-producer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _on_ack(self, seq: int, key: str) -> Callable[[Any], None]:
+        def callback(md: Any) -> None:
+            self._acked.write({"partition": md.partition, "offset": md.offset, "key": key, "seq": seq})
+            with self._lock:
+                self._in_flight.pop(seq, None)
+
+        return callback
+
+    def _on_error(self, seq: int) -> Callable[[Exception], None]:
+        def errback(exc: Exception) -> None:
+            self._failed.write({"seq": seq, "error": repr(exc)})
+            with self._lock:
+                self._in_flight.pop(seq, None)
+
+        return errback
+
+    def _run(self) -> None:
+        seq = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            key = f"key-{seq % self._keys}"
+            try:
+                future = self._producer.send(self._topic, key=key.encode(), value=encode(self._run_id, seq))
+            except Exception as exc:
+                # send() raises before queueing (no metadata or no buffer within max_block_ms): the record
+                # was never handed over, so the same seq is tried again and the stream stays gapless.
+                log.warning("send of seq %d not queued (%r); trying again", seq, exc)
+                self._stop.wait(1.0)
+                continue
+            with self._lock:
+                self._in_flight[seq] = key
+            future.add_callback(self._on_ack(seq, key))
+            future.add_errback(self._on_error(seq))
+            seq += 1
+            self.sent = seq
+            next_at += self._interval
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            elif delay < -1.0:  # fell behind (a blocked send): keep the rate, do not burst to catch up
+                next_at = time.monotonic()
+
+    def stop(self, timeout_s: float) -> int:
+        """Stop sending; wait for every outstanding send to be acked or fail. Returns how many did neither.
+
+        A send still unresolved after the flush is recorded in failed.jsonl, so `stop` counts it.
+        """
+        self._stop.set()
+        self._thread.join(timeout=30)
+        deadline = time.monotonic() + timeout_s
+        try:
+            self._producer.flush(timeout=timeout_s)
+        except Exception as exc:
+            log.error("producer flush did not finish within %.0f s: %r", timeout_s, exc)
+        # Callbacks run on the producer's I/O thread and may trail the flush by a moment.
+        grace_end = min(deadline, time.monotonic() + 5)
+        while self._outstanding() and time.monotonic() < grace_end:
+            time.sleep(0.1)
+        with self._lock:
+            unresolved = dict(self._in_flight)
+        for seq in sorted(unresolved):
+            self._failed.write({"seq": seq, "error": "neither acked nor failed when the producer was flushed"})
+        try:
+            self._producer.close(timeout=10)
+        except Exception as exc:
+            log.warning("producer close: %r", exc)
+        log.info("producer stopped: %d sent, %d unresolved", self.sent, len(unresolved))
+        return len(unresolved)
+
+    def _outstanding(self) -> bool:
+        with self._lock:
+            return bool(self._in_flight)
+
+
+class GroupMember:
+    """A consumer-group member in a thread: reads the topic, commits synchronously about once a second."""
+
+    def __init__(self, config: dict[str, Any], consumed: JsonlWriter, commits: JsonlWriter) -> None:
+        self._config = config
+        self._topic = str(config["topic"])
+        self._run_id = str(config["run_id"])
+        self._consumed, self._commits = consumed, commits
+        self._drain_by: float | None = None
+        self._lock = threading.Lock()
+        self._next: dict[int, int] = {}  # partition -> offset after the last record read
+        self._committed: dict[int, int] = {}
+        self.drained = False
+        self.final_commit = False
+        self._thread = threading.Thread(target=self._run, name="load-group-member", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def drain(self, timeout_s: float) -> bool:
+        """Read up to the end offsets (as they are now that the producer stopped), commit, leave the group."""
+        with self._lock:
+            self._drain_by = time.monotonic() + timeout_s
+        self._thread.join(timeout=timeout_s + 30)
+        return self.drained and self.final_commit
+
+    def _deadline(self) -> float | None:
+        with self._lock:
+            return self._drain_by
+
+    def _connect(self) -> KafkaConsumer | None:
+        while True:
+            deadline = self._deadline()
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            try:
+                consumer = KafkaConsumer(
+                    bootstrap_servers=self._config["bootstrap"],
+                    group_id=self._config["group"],
+                    enable_auto_commit=False,
+                    auto_offset_reset="earliest",
+                    client_id="kafkalab-load-group-member",
+                )
+                consumer.subscribe([self._topic])
+                return consumer
+            except Exception as exc:
+                log.warning("group member cannot connect yet (%r); retrying", exc)
+                time.sleep(2.0)
+
+    def _run(self) -> None:
+        consumer = self._connect()
+        if consumer is None:
+            log.error("group member never connected")
+            return
+        targets: dict[TopicPartition, int] | None = None
+        last_commit = 0.0
+        try:
+            while True:
+                deadline = self._deadline()
+                if deadline is not None:
+                    if targets is None:
+                        targets = self._end_offsets(consumer)
+                    if targets is not None and self._caught_up(consumer, targets):
+                        self.drained = True
+                        break
+                    if time.monotonic() > deadline:
+                        log.error("group member did not reach the end offsets %s in time", _plain(targets))
+                        break
+                self._poll(consumer)
+                if time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
+                    self._commit(consumer)
+                    last_commit = time.monotonic()
+            for _ in range(5):
+                if self._commit(consumer):
+                    self.final_commit = True
+                    break
+                time.sleep(1.0)
+        finally:
+            try:
+                consumer.close(autocommit=False)
+            except Exception as exc:
+                log.warning("group member close: %r", exc)
+        log.info("group member stopped: drained=%s final_commit=%s", self.drained, self.final_commit)
+
+    def _poll(self, consumer: KafkaConsumer) -> None:
+        try:
+            polled = consumer.poll(timeout_ms=500, max_records=2000)
+        except Exception as exc:  # coordinator moves, rebalances, brokers down: keep going
+            log.warning("group member poll: %r", exc)
+            time.sleep(1.0)
+            return
+        for tp, batch in polled.items():
+            for msg in batch:
+                self._next[tp.partition] = max(self._next.get(tp.partition, 0), msg.offset + 1)
+                data = decode(msg.value)
+                if data and data.get("run") == self._run_id:
+                    self._consumed.write({"partition": tp.partition, "offset": msg.offset, "seq": int(data["seq"])})
+
+    def _commit(self, consumer: KafkaConsumer) -> bool:
+        """Commit what was read on the partitions this member owns now; record it once the broker accepted it."""
+        try:
+            owned = {tp.partition for tp in consumer.assignment() if tp.topic == self._topic}
+            todo = {p: o for p, o in self._next.items() if p in owned and self._committed.get(p) != o}
+            if not todo:
+                return True
+            consumer.commit(
+                {TopicPartition(self._topic, p): OffsetAndMetadata(o, "", -1) for p, o in todo.items()},
+                timeout_ms=10_000,
+            )
+        except Exception as exc:  # CommitFailedError after a rebalance, coordinator unavailable, timeouts
+            log.warning("group commit failed (%r); next one in %.0f s", exc, COMMIT_INTERVAL_S)
+            return False
+        self._committed.update(todo)
+        self._commits.write({"offsets": {str(p): o for p, o in sorted(todo.items())}})
+        return True
+
+    def _end_offsets(self, consumer: KafkaConsumer) -> dict[TopicPartition, int] | None:
+        try:
+            partitions = [TopicPartition(self._topic, p) for p in sorted(consumer.partitions_for_topic(self._topic))]
+            ends = dict(consumer.end_offsets(partitions, timeout_ms=10_000))
+        except Exception as exc:
+            log.warning("group member cannot read end offsets yet (%r)", exc)
+            return None
+        log.info("group member draining up to %s", _plain(ends))
+        return ends
+
+    def _caught_up(self, consumer: KafkaConsumer, targets: dict[TopicPartition, int]) -> bool:
+        try:
+            owned = consumer.assignment()
+            return all(
+                tp in owned and (consumer.position(tp, timeout_ms=1000) or 0) >= end for tp, end in targets.items()
+            )
+        except Exception as exc:
+            log.warning("group member position: %r", exc)
+            return False
+
+
+def _plain(offsets: dict[TopicPartition, int] | None) -> dict[int, int] | None:
+    return None if offsets is None else {tp.partition: o for tp, o in sorted(offsets.items())}
+
+
+def run(state: StateDir) -> int:
+    """The background process's body; returns its exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    config = read_json(state.config)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    writers = [JsonlWriter(p) for p in (state.acked, state.failed, state.group, state.commits)]
+    acked, failed, group, commits = writers
+    log.info(
+        "load %s: topic %s, group %s, %s msg/s", config["run_id"], config["topic"], config["group"], config["rate"]
+    )
+    try:
+        producer = StreamProducer(config, acked, failed)
+    except Exception as exc:
+        log.error("cannot start the producer against %s: %r", config["bootstrap"], exc)
+        return 1
+    member = GroupMember(config, group, commits)
+    member.start()
+    producer.start()
+    ready = False
+    while not stopping.wait(FLUSH_INTERVAL_S):
+        for w in writers:
+            w.flush()
+        if not ready and acked.count:
+            write_json(state.ready, {"t": time.time(), "pid": os.getpid(), "acked": acked.count})
+            log.info("first acks arrived: producing")
+            ready = True
+    budget_end = time.monotonic() + SHUTDOWN_BUDGET_S
+    unresolved = producer.stop(timeout_s=DELIVERY_TIMEOUT_MS / 1000 + 10)
+    for w in writers:
+        w.flush()
+    drain_s = max(10.0, min(DRAIN_TIMEOUT_S, budget_end - time.monotonic()))
+    drained = member.drain(timeout_s=drain_s)
+    for w in writers:
+        w.close()
+    clean = drained and unresolved == 0
+    write_json(
+        state.done,
+        {
+            "t": time.time(),
+            "sent": producer.sent,
+            "acked": acked.count,
+            "failed": failed.count,
+            "unresolved": unresolved,
+            "group_consumed": group.count,
+            "drained": member.drained,
+            "final_commit": member.final_commit,
+            "clean": clean,
+        },
+    )
+    log.info("stopped: sent=%d acked=%d failed=%d clean=%s", producer.sent, acked.count, failed.count, clean)
+    return 0 if clean else 1
