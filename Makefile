@@ -23,7 +23,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -80,6 +80,12 @@ lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + Spark), pr
 
 verify-spark: venv  ## the Spark pipeline checks against the lab (kills and stops the job; about 3 min)
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/spark_cluster -v
+
+restart: venv  ## rolling restart of every ZooKeeper server and Kafka node, one at a time through the gates (LIMIT=host,... for a subset)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rolling_restart.yml $(if $(LIMIT),--limit $(LIMIT))
+
+upgrade: venv artifacts  ## move the cluster to the inventory's kafka_version (controllers first, then feature levels); CHECK=1 shows the plan only
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/upgrade.yml $(if $(CHECK),--check --diff)
 
 topics: venv  ## apply the declared topics (kafka_topics) to the lab; CHECK=1 shows the plan only
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/topics.yml $(if $(CHECK),--check --diff)
