@@ -160,11 +160,14 @@ def _run_release_class(
             "(apt-get install openjdk-17-jre-headless)."
         )
     with tempfile.TemporaryDirectory(prefix="kafkalab-release-configs-") as tmp:
-        with tarfile.open(archive) as tar:
-            jars = [m for m in tar.getmembers() if m.isfile() and "/libs/" in m.name and m.name.endswith(".jar")]
-            if not jars:
-                raise ArtifactError(f"{archive}: no libs/*.jar inside: not a Kafka binary distribution")
-            tar.extractall(tmp, members=jars, filter="data")
+        try:
+            with tarfile.open(archive) as tar:
+                jars = [m for m in tar.getmembers() if m.isfile() and "/libs/" in m.name and m.name.endswith(".jar")]
+                if not jars:
+                    raise ArtifactError(f"{archive}: no libs/*.jar inside: not a Kafka binary distribution")
+                tar.extractall(tmp, members=jars, filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise ArtifactError(f"{archive}: cannot be read as a Kafka binary distribution (.tgz): {exc}") from exc
         conf = Path(tmp) / "log-config"
         conf.mkdir()
         for name, text in _LOG_CONFIGS.items():
