@@ -111,23 +111,17 @@ def test_the_broker_configs_are_written_beside_the_archive() -> None:
 
 def test_a_present_topic_list_does_not_keep_the_broker_file_from_being_written(tmp_path: Path) -> None:
     # Machines that ran the topic-only version have the topic list already; the broker file must still come.
-    archive = tmp_path / "kafka_2.13-4.3.1.tgz"
-    jar = tmp_path / "kafka-server-4.3.1.jar"
-    jar.write_bytes(b"")
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(jar, arcname="kafka_2.13-4.3.1/libs/kafka-server-4.3.1.jar")
     html = tmp_path / "broker.html"
     html.write_text(BROKER_HTML)
-    java = tmp_path / "java"  # prints the broker reference; LogConfig would fail, so the topic list must not run it
-    java.write_text(f'#!/bin/sh\n[ "$3" = kafka.server.KafkaConfig ] && exec cat {html}\nexit 1\n')
-    java.chmod(0o755)
+    # The java prints the broker reference; LogConfig would fail, so the topic list must not run it.
+    archive, java = _fake_release(tmp_path, f'[ "$3" = kafka.server.KafkaConfig ] && exec cat {html}\nexit 1\n')
     configs_path(archive).write_text('["retention.ms"]\n')
 
-    assert write_topic_configs(archive, str(java)) == configs_path(archive)
-    assert write_broker_configs(archive, str(java)) == broker_configs_path(archive)
+    assert write_topic_configs(archive, java) == configs_path(archive)
+    assert write_broker_configs(archive, java) == broker_configs_path(archive)
     assert json.loads(broker_configs_path(archive).read_text()) == parse_broker_config_html(BROKER_HTML)
     broker_configs_path(archive).write_text("{}\n")
-    write_broker_configs(archive, str(java))  # present: a no-op, even when it differs
+    write_broker_configs(archive, java)  # present: a no-op, even when it differs
     assert broker_configs_path(archive).read_text() == "{}\n"
 
 

@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import java_text
+
 
 def kafka_restart_order(
     hosts: Iterable[str], model: Mapping[str, Any], leader_id: int | None, controllers_first: bool = False
@@ -40,11 +42,7 @@ def kafka_dynamic_properties(properties: Mapping[str, Any], update_modes: Mappin
     cluster-wide), read from its KafkaConfig at artifact time. Per-broker ones (listeners, keystores) go
     through a restart: a listener change also changes what the node registers.
     """
-    return {
-        key: ("true" if value else "false") if isinstance(value, bool) else str(value)
-        for key, value in properties.items()
-        if update_modes.get(key) == "cluster-wide"
-    }
+    return {key: java_text(value) for key, value in properties.items() if update_modes.get(key) == "cluster-wide"}
 
 
 _FEATURE = re.compile(

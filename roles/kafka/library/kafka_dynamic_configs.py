@@ -115,12 +115,12 @@ def main() -> None:
             msg=f"kafka-configs --describe for broker {p['node_id']} failed (exit {rc}): {(err or out).strip()[-400:]}"
         )
     managed = _load_managed(p["state_file"])
-    to_set, to_delete = plan(declared, parse_describe(out), managed)
+    effective = parse_describe(out)
+    to_set, to_delete = plan(declared, effective, managed)
     changed = bool(to_set or to_delete)
     diff = {
         "before": "".join(
-            f"{n}={parse_describe(out).get(n, {}).get('value', '(unset)')}\n"
-            for n in sorted(set(to_set) | set(to_delete))
+            f"{n}={effective.get(n, {}).get('value', '(unset)')}\n" for n in sorted(set(to_set) | set(to_delete))
         ),
         "after": "".join(f"{n}={to_set[n]}\n" for n in sorted(to_set)),
     }

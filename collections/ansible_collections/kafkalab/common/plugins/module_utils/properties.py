@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def _text(raw: Any) -> str:
+def java_text(raw: Any) -> str:
+    """A value as a properties file holds it: booleans as Java writes them (true/false), the rest as str()."""
     return ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
 
 
@@ -22,7 +23,7 @@ def _escape(text: str) -> str:
 
 def to_properties(props: Mapping[str, Any], order: Callable[[str], Any] | None = None) -> str:
     """Properties text, one key per line (sorted, or by `order`), booleans as Java writes them."""
-    return "".join(f"{key}={_escape(_text(props[key]))}\n" for key in sorted(props, key=order))
+    return "".join(f"{key}={_escape(java_text(props[key]))}\n" for key in sorted(props, key=order))
 
 
 def parse_properties(text: str) -> dict[str, str]:
