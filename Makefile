@@ -87,6 +87,12 @@ restart: venv  ## rolling restart of every ZooKeeper server and Kafka node, one 
 upgrade: venv artifacts  ## move the cluster to the inventory's kafka_version (controllers first, then feature levels); CHECK=1 shows the plan only
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/upgrade.yml $(if $(CHECK),--check --diff)
 
+migrate: venv artifacts  ## ZooKeeper -> KRaft (Kafka 3.9): controllers, brokers in migration mode, brokers in KRaft; FINALIZE=1 finalizes (cannot be undone)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/migrate_to_kraft.yml $(if $(FINALIZE),-e kafka_migration_finalize=true)
+
+rollback: venv  ## back to ZooKeeper mode from a migration that is not finalized
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rollback_to_zookeeper.yml
+
 topics: venv  ## apply the declared topics (kafka_topics) to the lab; CHECK=1 shows the plan only
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/topics.yml $(if $(CHECK),--check --diff)
 

@@ -84,10 +84,20 @@ def mode_of_properties(props: dict[str, str]) -> str:
 
 
 @cache
+def kafka_nodes() -> list[str]:
+    """The hosts that run Kafka: the brokers, and the controllers unless the inventory says ZooKeeper mode
+    (then the controller group's hosts are standby, for playbooks/migrate_to_kraft.yml: no Kafka yet)."""
+    brokers = group("kafka_broker")
+    zookeeper_mode = bool(brokers) and runner().get_variables(brokers[0]).get("kafka_mode") == "zookeeper"
+    controllers = [] if zookeeper_mode else group("kafka_controller")
+    return sorted({*brokers, *controllers})
+
+
+@cache
 def cluster_mode() -> str:
     """The mode every Kafka node runs in, checked against the inventory's kafka_mode (default kraft)."""
     found = {
-        name: mode_of_properties(read_properties(node(name), "/etc/kafka/server.properties")) for name in group("kafka")
+        name: mode_of_properties(read_properties(node(name), "/etc/kafka/server.properties")) for name in kafka_nodes()
     }
     wanted = {name: str(runner().get_variables(name).get("kafka_mode", "kraft")) for name in found}
     if set(found.values()) | set(wanted.values()) != {next(iter(found.values()))}:

@@ -115,6 +115,9 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address."""
     rules: set[tuple[str, str]] = {("22/tcp", src) for src in networks(host, "admin")}
     brokers, controllers = hosts_of("kafka_broker"), hosts_of("kafka_controller")
+    if variables(host).get("kafka_mode") == "zookeeper":
+        # Standby controllers (for playbooks/migrate_to_kraft.yml) open nothing for Kafka yet.
+        controllers = []
     spark = hosts_of("spark")
     zookeepers = hosts_of("zookeeper")
     if host in brokers or host in controllers:

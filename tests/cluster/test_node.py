@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ID_PROPERTY, assert_java_service_runs, read_properties
+from conftest import ID_PROPERTY, assert_java_service_runs, kafka_nodes, read_properties
 from inventory_hosts import group, inventory_path, runner
 
-testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in group("kafka")]
+testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
 
 @pytest.fixture

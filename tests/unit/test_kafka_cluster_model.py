@@ -329,16 +329,24 @@ def test_zookeeper_mode_without_an_ensemble_is_refused() -> None:
     assert any("the ZooKeeper group is empty or missing" in p for p in found), found
 
 
-def test_zookeeper_mode_with_kraft_controllers_is_refused() -> None:
+def test_zookeeper_mode_keeps_the_controller_group_on_standby_for_the_migration() -> None:
+    controllers = {f"c{i}": {"kafka_node_id": 3000 + i, "ansible_host": f"10.0.0.{20 + i}"} for i in (1, 2, 3)}
+    hv = {**inventory(3), **controllers}
     names = ["k1", "k2", "k3"]
-    found = kafka_cluster_model(inventory(3), names, names, ZK_SETTINGS, names)["problems"]
-    assert any("group kafka_controller (kafka_controller_group) has hosts (k1, k2, k3)" in p for p in found), found
+    model = kafka_cluster_model(hv, ["c1", "c2", "c3"], names, ZK_SETTINGS, names)
+    assert model["problems"] == []
+    assert sorted(model["nodes"]) == names and model["standby_controllers"] == ["c1", "c2", "c3"]
+    assert model["quorum_voters"] == "" and model["zookeeper_clients"] == names
 
 
 def test_kraft_mode_with_zookeeper_hosts_is_refused() -> None:
     names = ["k1", "k2", "k3"]
     found = kafka_cluster_model(inventory(3), names, names, SETTINGS, names)["problems"]
-    assert any("the ZooKeeper group has hosts (k1, k2, k3) but kafka_mode is kraft" in p for p in found), found
+    assert any(
+        "the ZooKeeper group has hosts (k1, k2, k3) but kafka_mode is kraft" in p
+        and "playbooks/migrate_to_kraft.yml" in p
+        for p in found
+    ), found
 
 
 def test_duplicate_broker_ids_are_refused_naming_broker_id() -> None:

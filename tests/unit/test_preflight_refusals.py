@@ -489,14 +489,39 @@ CASES = [
         ],
         id="zookeeper-mode-with-kafka-4",
     ),
+    # --- ZooKeeper -> KRaft migration (playbooks/migrate_to_kraft.yml builds the model with a phase)
     pytest.param(
-        lambda: kafka_cluster_model(hosts(), NAMES, NAMES, {**KAFKA, "mode": "zookeeper", "version": "3.9.2"}, NAMES)[
-            "problems"
-        ],
+        lambda: kafka_cluster_model(
+            hosts(), NAMES, NAMES, {**KAFKA, "version": "3.9.2", "migration_phase": "controllers"}, NAMES
+        )["problems"],
         [
-            "kafka_mode is zookeeper but group kafka_controller (kafka_controller_group) has hosts (kafka1, kafka2, kafka3): ZooKeeper-mode brokers have no KRaft controllers. Remove them from the group, or set kafka_mode: kraft.",
+            f"{h}: is in both kafka_controller and kafka_broker, but Kafka 3.9 migrates to dedicated KRaft controllers "
+            "only (not combined broker+controller nodes). Give the controllers their own hosts."
+            for h in NAMES
         ],
-        id="zookeeper-mode-with-controllers",
+        id="migration-to-combined-nodes",
+    ),
+    pytest.param(
+        lambda: kafka_cluster_model(
+            {
+                **hosts(),
+                **{f"c{i}": {"ansible_host": f"192.0.2.{20 + i}", "kafka_node_id": 3000 + i} for i in (1, 2, 3)},
+            },
+            ["c1", "c2", "c3"],
+            NAMES,
+            {**KAFKA, "version": "4.3.1", "migration_phase": "controllers", "zookeeper_election_port": 9093},
+            ["c1", "c2", "c3"],
+        )["problems"],
+        [
+            "the ZooKeeper -> KRaft migration runs on Kafka 3.9 but kafka_version is 4.3.1. Keep kafka_version: 3.9.2 for "
+            "the migration, and upgrade with playbooks/upgrade.yml once it is finalized.",
+        ]
+        + [
+            f"c{i}: runs a ZooKeeper server on election port 9093 (zookeeper_election_port), which listener CONTROLLER "
+            "also uses. Give one of them another port."
+            for i in (1, 2, 3)
+        ],
+        id="migration-on-kafka-4-with-controllers-on-zookeeper-ports",
     ),
     pytest.param(
         lambda: zk_mode(zookeepers=[]),
@@ -538,7 +563,7 @@ CASES = [
     pytest.param(
         lambda: kafka(zookeepers=NAMES),
         [
-            "the ZooKeeper group has hosts (kafka1, kafka2, kafka3) but kafka_mode is kraft, so no broker would use them. Set kafka_mode: zookeeper (with kafka_version 3.9.x), or empty group zookeeper (kafka_zookeeper_group).",
+            "the ZooKeeper group has hosts (kafka1, kafka2, kafka3) but kafka_mode is kraft, so no broker would use them. Set kafka_mode: zookeeper (with kafka_version 3.9.x), or empty group zookeeper (kafka_zookeeper_group). To move a ZooKeeper-mode cluster to KRaft, run playbooks/migrate_to_kraft.yml (or rollback_to_zookeeper.yml); empty the group once the migration is finalized.",
         ],
         id="ensemble-hosts-in-kraft-mode",
     ),

@@ -8,6 +8,11 @@ returned `problems` before any host is touched; the role renders properties from
 Two modes (settings["mode"]): `kraft` (the default: KRaft controllers, node.id) and `zookeeper`
 (Kafka 3.x only: no controllers, broker.id, zookeeper.connect built from the ZooKeeper ensemble's
 addresses). The ensemble itself (myid, quorum size) is the zookeeper role's model to check.
+In ZooKeeper mode, hosts already in the controller group are standby controllers: no node of the
+model, prepared for playbooks/migrate_to_kraft.yml. That playbook (and rollback_to_zookeeper.yml)
+sets settings["migration_phase"], which gives every node the stage it runs in that phase
+(MIGRATION_PHASES): brokers in ZooKeeper mode, ZooKeeper mode with the migration on, or KRaft;
+controllers with the migration on (dual write) or finalized.
 
 Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
 """
@@ -53,6 +58,18 @@ ZOOKEEPER_CHROOT = re.compile(r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$")
 ZOOKEEPER_MODE_RELEASE = "3.9.2"
 # With broker.id.generation.enable (on by default in ZooKeeper mode) ids above this are refused.
 RESERVED_BROKER_MAX_ID = 1000
+# ZooKeeper -> KRaft migration (Kafka 3.9, "ZooKeeper to KRaft Migration" in its operations docs), in
+# order: the stage (broker, controller) each node runs in each phase. `zookeeper`: a ZooKeeper-mode
+# broker; `migration`: a ZooKeeper-mode broker, or a KRaft controller, with the migration on;
+# `kraft`: plain KRaft. `finalized` takes the controllers out of migration mode, which cannot be undone.
+MIGRATION_PHASES: dict[str, tuple[str, str]] = {
+    "controllers": ("zookeeper", "migration"),
+    "brokers_migration": ("migration", "migration"),
+    "brokers_kraft": ("kraft", "migration"),
+    "finalized": ("kraft", "kraft"),
+}
+# The release line that migrates (the only one with both modes and the migration finished).
+MIGRATION_RELEASE = re.compile(r"^3\.9\.\d+$")
 
 
 def _major(version: Any) -> int | None:
@@ -308,31 +325,13 @@ def _check_settings(settings: Mapping[str, Any], problems: list[str]) -> None:
         )
 
 
-def _check_zookeeper_mode(
-    hostvars: Mapping[str, Any],
-    controllers: list[str],
-    zookeepers: list[str],
-    settings: Mapping[str, Any],
-    problems: list[str],
+def _zookeeper_connect(
+    hostvars: Mapping[str, Any], zookeepers: list[str], settings: Mapping[str, Any], problems: list[str], why: str
 ) -> str:
-    """The ZooKeeper-mode rules that involve Kafka; returns zookeeper.connect."""
-    version = str(settings.get("version") or "")
-    major = _major(version)
-    if major is not None and major >= 4:
-        problems.append(
-            f"kafka_mode is zookeeper but kafka_version is {version}: Kafka 4 removed ZooKeeper mode (it runs "
-            f"KRaft only). Pin kafka_version: {ZOOKEEPER_MODE_RELEASE} (the newest 3.9.x) for ZooKeeper mode, "
-            "or set kafka_mode: kraft."
-        )
-    if controllers:
-        problems.append(
-            f"kafka_mode is zookeeper but group kafka_controller (kafka_controller_group) has hosts "
-            f"({', '.join(controllers)}): ZooKeeper-mode brokers have no KRaft controllers. Remove them from "
-            "the group, or set kafka_mode: kraft."
-        )
+    """zookeeper.connect from the ensemble's addresses (why: the mode or phase that needs it)."""
     if not zookeepers:
         problems.append(
-            "kafka_mode is zookeeper but the ZooKeeper group is empty or missing: put 1, 3 or 5 hosts in group "
+            f"{why} but the ZooKeeper group is empty or missing: put 1, 3 or 5 hosts in group "
             "zookeeper (kafka_zookeeper_group)."
         )
     port = as_int(settings.get("zookeeper_client_port"))
@@ -352,6 +351,46 @@ def _check_zookeeper_mode(
         if address:
             servers.append(f"{address}:{port}")
     return ",".join(servers) + chroot
+
+
+def _check_zookeeper_mode(settings: Mapping[str, Any], problems: list[str]) -> None:
+    """The ZooKeeper-mode rules that involve Kafka's release."""
+    version = str(settings.get("version") or "")
+    major = _major(version)
+    if major is not None and major >= 4:
+        problems.append(
+            f"kafka_mode is zookeeper but kafka_version is {version}: Kafka 4 removed ZooKeeper mode (it runs "
+            f"KRaft only). Pin kafka_version: {ZOOKEEPER_MODE_RELEASE} (the newest 3.9.x) for ZooKeeper mode, "
+            "or set kafka_mode: kraft."
+        )
+
+
+def _check_migration(
+    controllers: list[str], brokers: list[str], settings: Mapping[str, Any], phase: str, problems: list[str]
+) -> None:
+    """The rules of a ZooKeeper -> KRaft migration (Kafka 3.9's operations docs)."""
+    if phase not in MIGRATION_PHASES:
+        problems.append(
+            f"kafka_migration_phase '{phase}' is not one of: {', '.join(MIGRATION_PHASES)}. It is set by "
+            "playbooks/migrate_to_kraft.yml and rollback_to_zookeeper.yml, not in the inventory."
+        )
+    version = str(settings.get("version") or "")
+    if not MIGRATION_RELEASE.match(version):
+        problems.append(
+            f"the ZooKeeper -> KRaft migration runs on Kafka 3.9 but kafka_version is {version}. Keep kafka_version: "
+            f"{ZOOKEEPER_MODE_RELEASE} for the migration, and upgrade with playbooks/upgrade.yml once it is finalized."
+        )
+    if str(settings.get("mode") or "kraft") != "kraft":
+        problems.append(
+            f"the ZooKeeper -> KRaft migration moves the cluster to KRaft but kafka_mode is {settings.get('mode')}. "
+            "Set kafka_mode: kraft (the target) in the inventory, and keep the ensemble in group zookeeper."
+        )
+    for host in controllers:
+        if host in brokers:
+            problems.append(
+                f"{host}: is in both kafka_controller and kafka_broker, but Kafka 3.9 migrates to dedicated KRaft "
+                "controllers only (not combined broker+controller nodes). Give the controllers their own hosts."
+            )
 
 
 def kafka_cluster_model(
@@ -392,21 +431,31 @@ def kafka_cluster_model(
     _check_listener_definitions(listeners, checked_controller, inter_broker_name, problems)
 
     zookeeper_connect = ""
+    phase = str(settings.get("migration_phase") or "")
+    standby: list[str] = []
     if zookeeper_mode:
-        zookeeper_connect = _check_zookeeper_mode(hostvars, controllers, zookeepers, settings, problems)
-        controllers = []
+        _check_zookeeper_mode(settings, problems)
+        zookeeper_connect = _zookeeper_connect(hostvars, zookeepers, settings, problems, "kafka_mode is zookeeper")
+        # Prepared for the migration (Java, firewall), but no Kafka runs there until migrate_to_kraft.yml.
+        standby, controllers = controllers, []
+    elif phase:
+        _check_migration(controllers, brokers, settings, phase, problems)
+        zookeeper_connect = _zookeeper_connect(
+            hostvars, zookeepers, settings, problems, "the ZooKeeper -> KRaft migration reads from ZooKeeper"
+        )
     elif zookeepers:
         problems.append(
             f"the ZooKeeper group has hosts ({', '.join(zookeepers)}) but kafka_mode is kraft, so no broker would "
             "use them. Set kafka_mode: zookeeper (with kafka_version 3.9.x), or empty group zookeeper "
-            "(kafka_zookeeper_group)."
+            "(kafka_zookeeper_group). To move a ZooKeeper-mode cluster to KRaft, run playbooks/migrate_to_kraft.yml "
+            "(or rollback_to_zookeeper.yml); empty the group once the migration is finalized."
         )
-    elif not controllers:
+    if not zookeeper_mode and not controllers:
         problems.append(
             "the KRaft controller group is empty: put 1, 3 or 5 hosts in group kafka_controller "
             "(kafka_controller_group)."
         )
-    elif len(controllers) % 2 == 0:
+    elif not zookeeper_mode and len(controllers) % 2 == 0:
         problems.append(
             f"the KRaft controller quorum has {len(controllers)} hosts ({', '.join(controllers)}): it must be odd "
             "(1, 3 or 5) so a majority survives a failure. Add or remove one host in group kafka_controller."
@@ -443,21 +492,33 @@ def kafka_cluster_model(
                     "Give each listener its own port (kafka_listeners / kafka_listener_overrides)."
                 )
             ports[item["port"]] = str(item["name"])
-        if zookeeper_mode and host in zookeepers:
-            zk_port = as_int(settings.get("zookeeper_client_port"))
-            if zk_port in ports:
-                problems.append(
-                    f"{host}: runs a ZooKeeper server on client port {zk_port} (kafka_zookeeper_client_port / "
-                    f"zookeeper_client_port), which listener {ports[zk_port]} also uses. Give one of them another port."
-                )
+        if (zookeeper_mode or phase) and host in zookeepers:
+            for what, variable in (
+                ("client", "kafka_zookeeper_client_port / zookeeper_client_port"),
+                ("peer", "zookeeper_peer_port"),
+                ("election", "zookeeper_election_port"),
+            ):
+                zk_port = as_int(settings.get(f"zookeeper_{what}_port"))
+                if zk_port in ports:
+                    problems.append(
+                        f"{host}: runs a ZooKeeper server on {what} port {zk_port} ({variable}), which listener "
+                        f"{ports[zk_port]} also uses. Give one of them another port."
+                    )
         _check_owned_properties(hostvars, host, problems)
         roles = [r for r, group in (("broker", brokers), ("controller", controllers)) if host in group]
+        if zookeeper_mode:
+            stage = "zookeeper"
+        elif phase in MIGRATION_PHASES:
+            stage = MIGRATION_PHASES[phase][0 if host in brokers else 1]
+        else:
+            stage = "kraft"
         nodes[host] = {
             "host": host,
             "node_id": node_id,
             "address": str(address or ""),
             "roles": roles,
             "listeners": host_listeners,
+            "stage": stage,
         }
 
     advertised_by: dict[tuple[str, int], str] = {}
@@ -495,8 +556,17 @@ def kafka_cluster_model(
         if item["name"] == inter_broker_name
     )
     controller_bootstrap = ",".join(f"{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes)
+    inter_broker_protocol = next(
+        (str(item["protocol"]) for h in brokers for item in nodes[h]["listeners"] if item["name"] == inter_broker_name),
+        "PLAINTEXT",
+    )
     return {
         "mode": mode,
+        "migration_phase": phase,
+        "standby_controllers": standby,
+        # Who talks to ZooKeeper: the brokers, and during a migration the controllers too.
+        "zookeeper_clients": (brokers + controllers) if phase else (brokers if zookeeper_mode else []),
+        "inter_broker_protocol": inter_broker_protocol,
         "version": str(settings.get("version") or ""),
         "nodes": nodes,
         "inter_broker_listener_name": inter_broker_name,

@@ -28,16 +28,31 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
         advertised.append(f"{item['name']}://{item['advertised_host']}:{item['advertised_port']}")
         protocol_map[item["name"]] = item["protocol"]
 
+    # What the node runs: a ZooKeeper-mode broker, the same with the ZooKeeper -> KRaft migration on, or
+    # a KRaft node (a controller in migration mode is a KRaft node with the migration on).
+    stage = str(node.get("stage") or ("zookeeper" if zookeeper_mode else "kraft"))
+    controller_listener = settings.get("controller_listener") or {}
+    ctrl_name = str(controller_listener.get("name", ""))
     props: dict[str, str]
-    if zookeeper_mode:
-        # No controller listener and no process.roles: the broker finds the cluster through ZooKeeper.
+    if is_broker and stage in ("zookeeper", "migration"):
+        # No process.roles: the broker finds the cluster through ZooKeeper.
         props = {
             "broker.id": str(node["node_id"]),
             "zookeeper.connect": str(model["zookeeper_connect"]),
         }
+        if stage == "migration":
+            # Registers with the KRaft controllers, which take the metadata over once every broker has.
+            protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
+            props.update(
+                {
+                    "zookeeper.metadata.migration.enable": "true",
+                    "controller.quorum.voters": str(model["quorum_voters"]),
+                    "controller.listener.names": ctrl_name,
+                    # The migration needs the brokers' protocol pinned to the release line (3.9).
+                    "inter.broker.protocol.version": ".".join(str(model.get("version", "")).split(".")[:2]),
+                }
+            )
     else:
-        controller_listener = settings["controller_listener"]
-        ctrl_name = str(controller_listener["name"])
         if is_controller:
             bind = controller_listener.get("bind_host") or ""
             listeners.append(f"{ctrl_name}://{bind}:{controller_listener['port']}")
@@ -49,6 +64,18 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
             "controller.quorum.voters": str(model["quorum_voters"]),
             "controller.listener.names": ctrl_name,
         }
+        if stage == "migration":
+            # Copies ZooKeeper's metadata, then writes every change to both until finalized; it reaches the
+            # ZooKeeper-mode brokers on their inter-broker listener.
+            inter_broker = str(model.get("inter_broker_listener_name") or settings["inter_broker_listener_name"])
+            protocol_map[inter_broker] = str(model.get("inter_broker_protocol") or "PLAINTEXT")
+            props.update(
+                {
+                    "zookeeper.metadata.migration.enable": "true",
+                    "zookeeper.connect": str(model["zookeeper_connect"]),
+                    "inter.broker.listener.name": inter_broker,
+                }
+            )
     props.update(
         {
             "listeners": ",".join(listeners),
@@ -97,7 +124,12 @@ def kafka_firewall_services(model: Mapping[str, Any], client_hosts: Iterable[str
                     "name": f"kafka {item['name']}",
                     "hosts": [host],
                     "port": item["port"],
-                    "from_hosts": [*brokers, *client_hosts] if item["name"] == inter_broker else [],
+                    # During a ZooKeeper -> KRaft migration the controllers reach the ZooKeeper-mode brokers here.
+                    "from_hosts": (
+                        [*brokers, *(controllers if model.get("migration_phase") else []), *client_hosts]
+                        if item["name"] == inter_broker
+                        else []
+                    ),
                     "from_networks": list(networks) if networks is not None else ["clients"],
                 }
             )

@@ -7,9 +7,11 @@ unit-tested against recorded output. Pure functions: no I/O, so tests need no cl
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _PARTITION = re.compile(
     r"Topic:\s*(?P<topic>\S+)\s+Partition:\s*(?P<partition>\d+)\s+Leader:\s*(?P<leader>\S+)\s+"
@@ -130,6 +132,19 @@ def parse_zookeeper_controller(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def parse_zookeeper_json(text: str) -> dict[str, Any] | None:
+    """The JSON data of a znode (`zookeeper-shell ... get <path>`, its last {...} line); None when absent."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            return data if isinstance(data, dict) else None
+    return None
+
+
 def partition_problems(partitions: list[Partition], stopping: int | None, unprotected: Iterable[str] = ()) -> list[str]:
     """Partitions not healthy now; with `stopping`, also those that node's absence takes below min ISR.
 
@@ -199,3 +214,88 @@ def broker_problems(registered: dict[int, bool] | list[int], expected: list[int]
     if fenced:
         problems.append(f"broker(s) {', '.join(map(str, fenced))} fenced")
     return problems
+
+
+# ---- ZooKeeper -> KRaft migration -----------------------------------------------------------------
+# The phases of playbooks/migrate_to_kraft.yml, in order (the role's MIGRATION_PHASES, plus where a
+# cluster starts): each later one includes the earlier ones.
+MIGRATION_ORDER = ("zookeeper", "controllers", "brokers_migration", "brokers_kraft", "finalized")
+
+
+def stage_of_properties(text: str | None) -> str:
+    """What a node's server.properties makes it run: zookeeper, migration, kraft, or none (no file)."""
+    if text is None:
+        return "none"
+    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.lstrip().startswith("#"))
+    if props.get("zookeeper.metadata.migration.enable", "").strip() == "true":
+        return "migration"
+    return "kraft" if "process.roles" in props else "zookeeper"
+
+
+@dataclass
+class MigrationState:
+    """Where a ZooKeeper -> KRaft migration stands, from ZooKeeper and from what each node runs."""
+
+    phase: str = "zookeeper"
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+
+
+def migration_state(
+    zk: Mapping[str, Any],
+    stages: Mapping[str, str],
+    brokers: Iterable[str],
+    controllers: Iterable[str],
+    disk_cluster_ids: Iterable[str],
+    target: str,
+    finalize: bool,
+) -> MigrationState:
+    """The furthest phase the cluster has reached, and what refuses the run.
+
+    zk: what ZooKeeper holds - cluster_id (/cluster/id, None when absent), brokers (/brokers/ids: the brokers
+    running in ZooKeeper mode), controller (/controller's JSON: a KRaft controller claims it with
+    kraftControllerEpoch >= 0), migration (/migration's JSON: kraft_metadata_offset >= 0 once the active
+    controller has copied the metadata). stages: each node's stage_of_properties. target: migrate or rollback.
+    """
+    brokers, controllers = list(brokers), list(controllers)
+    state = MigrationState()
+    b = {h: stages.get(h, "none") for h in brokers}
+    c = {h: stages.get(h, "none") for h in controllers}
+    migration = zk.get("migration") or {}
+    migrated = int(migration.get("kraft_metadata_offset", -1)) >= 0
+    in_zookeeper = list(zk.get("brokers") or [])
+    zk_id, disk_ids = zk.get("cluster_id"), sorted(set(disk_cluster_ids))
+    if zk_id is None or (disk_ids and zk_id not in disk_ids):
+        state.problems.append(
+            f"this cluster is already KRaft: its brokers hold cluster id {', '.join(disk_ids) or '(none yet)'} but "
+            f"ZooKeeper ({'no /cluster/id' if zk_id is None else 'cluster id ' + zk_id}) holds no such Kafka cluster. "
+            "There is nothing to migrate: run playbooks/site.yml (kafka_mode: kraft, group zookeeper empty)."
+        )
+    if c and any(v == "kraft" for v in c.values()):
+        state.phase = "finalized"
+    elif any(v == "kraft" for v in b.values()) or (migrated and not in_zookeeper and b):
+        state.phase = "brokers_kraft"
+    elif any(v == "migration" for v in b.values()) or migrated:
+        state.phase = "brokers_migration"
+    elif any(v == "migration" for v in c.values()):
+        state.phase = "controllers"
+    state.summary = (
+        f"phase {state.phase}: brokers {', '.join(f'{h} {v}' for h, v in b.items())}; controllers "
+        f"{', '.join(f'{h} {v}' for h, v in c.items()) or 'none'}; in ZooKeeper: brokers {in_zookeeper or 'none'}, "
+        f"metadata {'migrated' if migrated else 'not migrated'}"
+    )
+    not_kraft = [h for h, v in b.items() if v != "kraft"]
+    if target == "migrate" and finalize and (not_kraft or in_zookeeper):
+        state.problems.append(
+            f"kafka_migration_finalize is true but {', '.join(not_kraft) or 'brokers ' + str(in_zookeeper)} still "
+            "run in ZooKeeper mode: finalizing would cut them off, and cannot be undone. Run "
+            "playbooks/migrate_to_kraft.yml without kafka_migration_finalize first (it moves every broker to KRaft), "
+            "check the cluster, then finalize."
+        )
+    if target == "rollback" and state.phase == "finalized":
+        state.problems.append(
+            f"the migration was finalized ({', '.join(h for h, v in c.items() if v == 'kraft')} run without "
+            "zookeeper.metadata.migration.enable): Kafka cannot go back to ZooKeeper mode after that. "
+            "Nothing was changed."
+        )
+    return state

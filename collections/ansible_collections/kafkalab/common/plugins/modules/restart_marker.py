@@ -12,7 +12,7 @@ description:
   - C(state=check) writes C(<state_dir>/<name>.pending) when they differ, so a run that dies before the
     restart leaves the restart visible, and the next run (which finds the same difference) finishes it.
     It removes a pending file whose inputs are back to what runs, unless an operator requested the restart.
-  - C(state=requested) marks a restart an operator asked for (rolling_restart.yml): it stays pending until
+  - C(state=requested) marks a restart an operator asked for (rolling_restart.yml), which stays pending until
     C(state=applied).
   - C(state=applied) records the inputs as what the service now runs and removes the pending file; call it
     only after the service (re)started and passed its health gate.
