@@ -23,7 +23,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets

@@ -16,6 +16,7 @@ from firewall_plan import (
     address_in_networks,
     firewall_plan,
     normalise_network,
+    ufw_missing,
     ufw_tuples,
     ufw_unwanted,
 )
@@ -264,6 +265,18 @@ def test_rules_the_plan_does_not_name_are_listed_for_deletion() -> None:
             "interface": "eth0",
         },
     ]
+
+
+def test_only_the_planned_rules_ufw_lacks_are_added_in_the_plans_order() -> None:
+    current = ufw_tuples(USER_RULES)
+    wanted = [
+        {"src": "10.231.1.1", "port": "22", "proto": "tcp"},
+        {"src": "10.231.1.0/24", "port": "9093", "proto": "tcp"},
+        {"src": "10.231.1.0/24", "port": "9092", "proto": "tcp"},
+        {"src": "10.231.1.12", "port": "", "proto": "udp"},
+    ]
+    assert ufw_missing(wanted, current) == [wanted[1], wanted[3]]
+    assert ufw_missing(wanted, []) == wanted
 
 
 def test_a_planned_rule_is_kept_whatever_its_comment_or_address_spelling() -> None:

@@ -291,28 +291,32 @@ def _same_src(a: str, b: str) -> bool:
         return a == b
 
 
-def ufw_unwanted(current: Iterable[Mapping[str, str]], wanted: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
-    """The rules ufw holds that the plan does not name, as arguments for community.general.ufw delete.
+def _holds(rule: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """Whether a rule ufw holds is the planned rule: allow, in, from src, to any address, its port (or any),
+    its protocol."""
+    port = "" if rule["dport"] == "any" else rule["dport"]
+    return (
+        rule["action"] == "allow"
+        and rule["direction"] == "in"
+        and rule["dst"] in (ANY_V4, ANY_V6)
+        and rule["sport"] == "any"
+        and rule["proto"] == wanted["proto"]
+        and port == wanted["port"]
+        and _same_src(rule["src"], wanted["src"])
+    )
 
-    A planned rule is: allow, in, from src, to any address, its port (or any), its protocol.
-    """
+
+def ufw_unwanted(current: Iterable[Mapping[str, str]], wanted: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
+    """The rules ufw holds that the plan does not name, as arguments for community.general.ufw delete."""
     wanted = list(wanted)
-    extra = []
-    for rule in current:
-        port = "" if rule["dport"] == "any" else rule["dport"]
-        planned = any(
-            rule["action"] == "allow"
-            and rule["direction"] == "in"
-            and rule["dst"] in (ANY_V4, ANY_V6)
-            and rule["sport"] == "any"
-            and rule["proto"] == w["proto"]
-            and port == w["port"]
-            and _same_src(rule["src"], w["src"])
-            for w in wanted
-        )
-        if not planned:
-            extra.append(_delete_args(rule))
-    return extra
+    return [_delete_args(rule) for rule in current if not any(_holds(rule, w) for w in wanted)]
+
+
+def ufw_missing(wanted: Iterable[Mapping[str, str]], current: Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    """The planned rules ufw does not hold yet, in the plan's order (SSH first): only these are added, so a
+    run on a host whose rules are already right asks ufw nothing."""
+    current = list(current)
+    return [w for w in wanted if not any(_holds(rule, w) for rule in current)]
 
 
 def _delete_args(rule: Mapping[str, str]) -> dict[str, str]:
@@ -338,4 +342,5 @@ class FilterModule:
             "firewall_address_in_networks": address_in_networks,
             "firewall_ufw_tuples": ufw_tuples,
             "firewall_ufw_unwanted": ufw_unwanted,
+            "firewall_ufw_missing": ufw_missing,
         }
