@@ -23,7 +23,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -127,6 +127,9 @@ molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))  ## molecule scenarios: d
 # make test prepares the artifacts and the image once, as steps of their own, then sets MOLECULE_PREPARED.
 molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule scenario, e.g. make molecule-zookeeper
 	$(BIN)/molecule test -s $*
+
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## the whole ZooKeeper -> KRaft journey under load (molecule zookeeper with journey.yml, ~70 min): roll, killed migration, rollback, migration, finalize, upgrade to 4.3.1
+	KAFKALAB_ZOOKEEPER_SIDE_EFFECT=journey.yml $(BIN)/molecule test -s zookeeper
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
 	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
