@@ -9,20 +9,15 @@ import pytest
 from kafka_cluster import MIGRATION_PHASES, kafka_cluster_model
 from kafka_health import MIGRATION_ORDER, migration_state, parse_zookeeper_json, stage_of_properties
 from kafka_outputs import kafka_firewall_services, kafka_server_properties, to_properties
+from test_kafka_cluster_model import SETTINGS as KRAFT_SETTINGS
 
 BROKERS = ["k1", "k2", "k3"]
 CONTROLLERS = ["c1", "c2", "c3"]
+# The KRaft settings of the cluster-model tests, on the release line that migrates, with the ensemble's ports.
 SETTINGS: dict[str, Any] = {
+    **KRAFT_SETTINGS,
     "mode": "kraft",
     "version": "3.9.2",
-    "heap_size": "1g",
-    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
-    "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
-    "inter_broker_listener_name": "INTERNAL",
-    "default_replication_factor": 3,
-    "min_insync_replicas": 2,
-    "num_partitions": 3,
-    "data_dirs": ["/var/lib/kafka/data"],
     "zookeeper_client_port": 2181,
     "zookeeper_peer_port": 2888,
     "zookeeper_election_port": 3888,
