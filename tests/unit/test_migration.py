@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import kafka_stage
 from kafka_cluster import MIGRATION_PHASES, kafka_cluster_model
-from kafka_health import MIGRATION_ORDER, migration_state, parse_zookeeper_json, stage_of_properties
+from kafka_health import MIGRATION_ORDER, migration_state, parse_zookeeper_json
 from kafka_outputs import kafka_firewall_services, kafka_server_properties, to_properties
 from test_kafka_cluster_model import SETTINGS as KRAFT_SETTINGS
 
@@ -155,8 +156,8 @@ def test_every_phase_is_ordered() -> None:
         ("# zookeeper.metadata.migration.enable=true\nprocess.roles=broker\nnode.id=1\n", "kraft"),
     ],
 )
-def test_stage_of_properties(text: str | None, stage: str) -> None:
-    assert stage_of_properties(text) == stage
+def test_kafka_stage(text: str | None, stage: str) -> None:
+    assert kafka_stage(text) == stage
 
 
 def test_znode_json_is_read_from_the_shells_output() -> None:

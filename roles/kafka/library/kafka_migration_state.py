@@ -61,8 +61,8 @@ from ansible.module_utils.kafka_health import (
     migration_state,
     parse_zookeeper_ids,
     parse_zookeeper_json,
-    stage_of_properties,
 )
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import kafka_stage
 
 ABSENT = re.compile(r"Node does not exist|NoNodeException")
 
@@ -136,7 +136,7 @@ def main() -> None:
         if done or module.check_mode or time.monotonic() - started >= p["timeout"]:
             break
         time.sleep(3)
-    stages = {host: stage_of_properties(text) for host, text in p["properties"].items()}
+    stages = {host: kafka_stage(text) for host, text in p["properties"].items()}
     state = migration_state(
         zk, stages, p["brokers"], p["controllers"], p["disk_cluster_ids"], p["target"], p["finalize"]
     )

@@ -222,16 +222,6 @@ def broker_problems(registered: dict[int, bool] | list[int], expected: list[int]
 MIGRATION_ORDER = ("zookeeper", "controllers", "brokers_migration", "brokers_kraft", "finalized")
 
 
-def stage_of_properties(text: str | None) -> str:
-    """What a node's server.properties makes it run: zookeeper, migration, kraft, or none (no file)."""
-    if text is None:
-        return "none"
-    props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.lstrip().startswith("#"))
-    if props.get("zookeeper.metadata.migration.enable", "").strip() == "true":
-        return "migration"
-    return "kraft" if "process.roles" in props else "zookeeper"
-
-
 @dataclass
 class MigrationState:
     """Where a ZooKeeper -> KRaft migration stands, from ZooKeeper and from what each node runs."""

@@ -44,6 +44,21 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def kafka_stage(text: str | None) -> str:
+    """What a Kafka node's server.properties makes it run: zookeeper, migration, kraft, or none (no file).
+
+    `migration` is a node with zookeeper.metadata.migration.enable=true (a broker still in ZooKeeper
+    mode, or a KRaft controller copying ZooKeeper's metadata); `kraft` has process.roles; the rest is
+    ZooKeeper mode. The migration playbooks, the ZooKeeper-mode guard and the tests all ask this one.
+    """
+    if text is None:
+        return "none"
+    props = parse_properties(text)
+    if props.get("zookeeper.metadata.migration.enable", "").strip() == "true":
+        return "migration"
+    return "kraft" if "process.roles" in props else "zookeeper"
+
+
 # White space around one = or :, or white space alone: what ends a key.
 _SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
 
