@@ -16,6 +16,8 @@ description:
     C(state=applied).
   - C(state=applied) records the inputs as what the service now runs and removes the pending file; call it
     only after the service (re)started and passed its health gate.
+  - C(state=absent) forgets the service (both files), for a node that stops running it (a rolled-back
+    migration's controllers).
   - Check mode reports without writing.
 options:
   name:
@@ -23,9 +25,9 @@ options:
     type: str
     required: true
   state:
-    description: check, requested or applied.
+    description: check, requested, applied or absent.
     type: str
-    choices: [check, requested, applied]
+    choices: [check, requested, applied, absent]
     default: check
   files:
     description: Files the service reads at start. A missing file is an input too (its absence).
@@ -112,7 +114,7 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "name": {"type": "str", "required": True},
-            "state": {"type": "str", "choices": ["check", "requested", "applied"], "default": "check"},
+            "state": {"type": "str", "choices": ["check", "requested", "applied", "absent"], "default": "check"},
             "files": {"type": "list", "elements": "str", "default": []},
             "ignore_keys": {"type": "dict", "default": {}},
             "values": {"type": "dict", "default": {}},
@@ -127,6 +129,13 @@ def main() -> None:
     applied = load_json(_read(applied_path))
     pending = load_json(_read(pending_path))
     changed = False
+
+    if params["state"] == "absent":
+        gone = [path for path in (applied_path, pending_path) if os.path.exists(path)]
+        if gone and not module.check_mode:
+            for path in gone:
+                os.unlink(path)
+        module.exit_json(changed=bool(gone), pending=False, reasons=[])
 
     if params["state"] == "applied":
         reasons: list[str] = []
