@@ -298,6 +298,39 @@ def test_checkpoints_account_each_phase_since_the_previous_and_append_to_the_rep
     ]
 
 
+ANSIBLE_LOG = """\
+2026-11-24 07:40:01,123 p=811 u=root n=ansible | TASK [kafka : Say how long the node took to come back: kafka1] ***
+2026-11-24 07:40:01,200 p=811 u=root n=ansible | ok: [kafka1] => {
+    "msg": "restarted kafka1: ports open after 4.2 s, back in the cluster (registered, unfenced, ...) 11.5 s later"
+}
+2026-11-24 07:41:09,001 p=811 u=root n=ansible | ok: [kafka2] => {
+    "msg": "restarted kafka2: ports open after 3.9 s, back in the
+ cluster (registered, unfenced, replicas in the ISR) 9.0 s later"
+}
+"""
+
+
+def test_a_phase_reports_each_restart_its_playbook_logged_and_its_wall_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    acked = stream(4)
+    state = make_state(tmp_path, acked, [0.0, 1.0, 2.0, 3.0])
+    fake_cluster(monkeypatch, acked)
+    log = tmp_path / "roll.log"
+    log.write_text(ANSIBLE_LOG)
+    report = tmp_path / "report.json"
+    assert control.checkpoint(state.path, "roll", report, 10, [log, tmp_path / "absent.log"]) == 0
+    out = capsys.readouterr()
+    assert " restarts=2 isr_recovery_max_s=11.5 ok" in out.out
+    assert f"no playbook log at {tmp_path / 'absent.log'}" in out.err
+    (phase,) = json.loads(report.read_text())
+    assert phase["restarts"] == [
+        {"host": "kafka1", "ports_open_s": 4.2, "isr_recovery_s": 11.5},
+        {"host": "kafka2", "ports_open_s": 3.9, "isr_recovery_s": 9.0},
+    ]
+    assert phase["wall_s"] > 0  # since the load started (config started_at 0)
+
+
 def test_a_checkpoint_fails_when_the_load_process_died(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     acked = stream(3)
     state = make_state(tmp_path, acked)

@@ -6,10 +6,11 @@ migrated; each phase ends with an accounting.
   start --bootstrap HOST:PORT[,...] --topic T --state DIR [--rate 200] [--partitions 3] [--replication 3]
         [--min-insync 2] [--group G]
       create the topic if missing, start the background load, return once its first acks arrived
-  checkpoint --state DIR --phase NAME [--report FILE.json] [--timeout 300]
+  checkpoint --state DIR --phase NAME [--report FILE.json] [--timeout 300] [--ansible-log FILE ...]
       while the load runs: account for every record acked so far, this phase's acks and longest ack gap,
-      and the group's committed offsets
-  stop --state DIR --phase NAME [--report FILE.json] [--timeout 300]
+      and the group's committed offsets; with --ansible-log, the restarts the phase's playbook runs made
+      (each node's time to open its ports and to be back in the ISR)
+  stop --state DIR --phase NAME [--report FILE.json] [--timeout 300] [--ansible-log FILE ...]
       stop the load (every send acked or failed, the group caught up and committed), account for the whole
       run: also no failed send, and the group consumed every acked record
   status --state DIR
@@ -54,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--phase", required=True, help="name of the phase that ends here (e.g. upgrade)")
         cmd.add_argument("--report", type=Path, help="JSON file holding a list of phase reports (appended to)")
         cmd.add_argument("--timeout", type=float, default=300.0, help="seconds to read the topic back (default 300)")
+        cmd.add_argument(
+            "--ansible-log",
+            type=Path,
+            action="append",
+            default=[],
+            help="a playbook run's log (ANSIBLE_LOG_PATH) whose restarts this phase reports; repeatable",
+        )
     sub.add_parser("status", help="whether the load runs, and its counts so far")
     sub.add_parser("run", help="(internal) the background process that start spawns")
     for cmd in sub.choices.values():
@@ -77,9 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return control.start(opts)
         if args.cmd == "checkpoint":
-            return control.checkpoint(args.state, args.phase, args.report, args.timeout)
+            return control.checkpoint(args.state, args.phase, args.report, args.timeout, args.ansible_log)
         if args.cmd == "stop":
-            return control.stop(args.state, args.phase, args.report, args.timeout)
+            return control.stop(args.state, args.phase, args.report, args.timeout, args.ansible_log)
         if args.cmd == "status":
             return control.status(args.state)
         return runner.run(StateDir(args.state).require())

@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 from kafkalab.e2e import DeliveryReport, Record
+from kafkalab.load.restarts import Restart
 
 # How many sequence numbers a message names before it says "...".
 FIRST = 5
@@ -182,6 +183,8 @@ class PhaseReport:
     group: GroupCoverage | None = None  # stop only
     committed_short: list[str] = field(default_factory=list)  # stop only
     process_problems: list[str] = field(default_factory=list)
+    wall_s: float | None = None  # since the previous checkpoint (or the load's start)
+    restarts: list[Restart] = field(default_factory=list)  # from the phase's playbook logs (--ansible-log)
 
     def problems(self) -> list[str]:
         """One sentence per failure; empty when the phase passed."""
@@ -224,6 +227,10 @@ class PhaseReport:
             f"longest_ack_gap_s={self.acks.longest_gap_s} group_offsets={self.group_offsets} "
             f"phase_acks={self.acks.acks} moved={len(d.moved)}"
         )
+        if self.wall_s is not None:
+            text += f" wall_s={self.wall_s:.0f}"
+        if self.restarts:
+            text += f" restarts={len(self.restarts)} isr_recovery_max_s={max(r.back_s for r in self.restarts)}"
         if self.failed_sends is not None:
             text += f" failed={len(self.failed_sends)}"
         if self.group is not None:
@@ -257,6 +264,8 @@ class PhaseReport:
             "last_ack_age_s": self.acks.last_ack_age_s,
             "group_offsets": self.group_offsets,
             "group_offset_problems": [p.describe() for p in self.offset_problems],
+            "wall_s": None if self.wall_s is None else round(self.wall_s, 1),
+            "restarts": [r.to_json() for r in self.restarts],
         }
         if self.failed_sends is not None:
             out["failed_sends"] = len(self.failed_sends)

@@ -32,6 +32,7 @@ from kafkalab.load.files import (
     tail,
     write_json,
 )
+from kafkalab.load.restarts import restarts_in_logs
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 300.0
@@ -253,7 +254,9 @@ def committed_now(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return {tp.partition: int(m.offset) for tp, m in offsets.items() if tp.topic == topic and m.offset >= 0}
 
 
-def account(state: StateDir, phase: str, kind: str, timeout_s: float, problems: list[str]) -> acc.PhaseReport:
+def account(
+    state: StateDir, phase: str, kind: str, timeout_s: float, problems: list[str], logs: list[Path] | None = None
+) -> acc.PhaseReport:
     """Account for everything acked so far; the phase is what was acked since the previous checkpoint.
 
     The state files are read before the cluster is asked: every ack read is then below the end offsets
@@ -288,7 +291,11 @@ def account(state: StateDir, phase: str, kind: str, timeout_s: float, problems: 
         offset_problems=offset_problems,
         unread=unread,
         process_problems=problems,
+        wall_s=at - float(phases[-1]["at"] if phases else config["started_at"]),
     )
+    report.restarts, unlogged = restarts_in_logs(logs or [])
+    for path in unlogged:
+        print(f"  note: no playbook log at {path}: its restarts are not reported", file=sys.stderr)
     if final:
         report.failed_sends = acc.seqs_from_rows(read_jsonl(state.failed).rows)
         report.group = acc.group_coverage(acked, acc.group_from_rows(read_jsonl(state.group).rows))
@@ -307,16 +314,20 @@ def _publish(report: acc.PhaseReport, report_file: Path | None) -> int:
     return 0 if report.ok else 1
 
 
-def checkpoint(state_dir: Path, phase: str, report_file: Path | None, timeout_s: float) -> int:
+def checkpoint(
+    state_dir: Path, phase: str, report_file: Path | None, timeout_s: float, logs: list[Path] | None = None
+) -> int:
     state = StateDir(state_dir).require()
     problems = [] if alive(read_pid(state)) else [f"the load process is not running (see {state.log})"]
-    return _publish(account(state, phase, "checkpoint", timeout_s, problems), report_file)
+    return _publish(account(state, phase, "checkpoint", timeout_s, problems, logs), report_file)
 
 
-def stop(state_dir: Path, phase: str, report_file: Path | None, timeout_s: float) -> int:
+def stop(
+    state_dir: Path, phase: str, report_file: Path | None, timeout_s: float, logs: list[Path] | None = None
+) -> int:
     state = StateDir(state_dir).require()
     problems = _stop_process(state, read_pid(state))
-    return _publish(account(state, phase, "stop", timeout_s, problems), report_file)
+    return _publish(account(state, phase, "stop", timeout_s, problems, logs), report_file)
 
 
 # -- status -----------------------------------------------------------------------------------------
