@@ -126,9 +126,11 @@ molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))  ## molecule scenarios: d
 
 # make test prepares the artifacts and the image once, as steps of their own, then sets MOLECULE_PREPARED.
 molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule scenario, e.g. make molecule-zookeeper
+	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
 journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## the whole ZooKeeper -> KRaft journey under load (molecule zookeeper with journey.yml, ~70 min): roll, killed migration, rollback, migration, finalize, upgrade to 4.3.1
+	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_ZOOKEEPER_SIDE_EFFECT=journey.yml $(BIN)/molecule test -s zookeeper
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time

@@ -317,7 +317,11 @@ def test_a_phase_reports_each_restart_its_playbook_logged_and_its_wall_time(
     state = make_state(tmp_path, acked, [0.0, 1.0, 2.0, 3.0])
     fake_cluster(monkeypatch, acked)
     log = tmp_path / "roll.log"
-    log.write_text(ANSIBLE_LOG)
+    # What the log held when the load started (an earlier run's restart) is not this phase's.
+    before = 'ok: [kafka9] => {"msg": "restarted kafka9: ports open after 1.0 s, back in the cluster 1.0 s later"}\n'
+    log.write_text(before + ANSIBLE_LOG)
+    config = json.loads(state.config.read_text())
+    state.config.write_text(json.dumps({**config, "log_read_to": {str(log): len(before)}}))
     report = tmp_path / "report.json"
     assert control.checkpoint(state.path, "roll", report, 10, [log, tmp_path / "absent.log"]) == 0
     out = capsys.readouterr()
@@ -329,6 +333,15 @@ def test_a_phase_reports_each_restart_its_playbook_logged_and_its_wall_time(
         {"host": "kafka2", "ports_open_s": 3.9, "isr_recovery_s": 9.0},
     ]
     assert phase["wall_s"] > 0  # since the load started (config started_at 0)
+    # The next phase reads only what the log gained since.
+    with log.open("a") as f:
+        f.write(
+            'ok: [kafka3] => {"msg": "restarted kafka3: ports open after 2.0 s, back in the cluster 7.5 s later"}\n'
+        )
+    assert control.checkpoint(state.path, "next", report, 10, [log]) == 0
+    assert json.loads(report.read_text())[-1]["restarts"] == [
+        {"host": "kafka3", "ports_open_s": 2.0, "isr_recovery_s": 7.5}
+    ]
 
 
 def test_a_checkpoint_fails_when_the_load_process_died(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ A producer and a consumer group run in the background while the cluster is resta
 migrated; each phase ends with an accounting.
 
   start --bootstrap HOST:PORT[,...] --topic T --state DIR [--rate 200] [--partitions 3] [--replication 3]
-        [--min-insync 2] [--group G]
+        [--min-insync 2] [--group G] [--ansible-log FILE ...]
       create the topic if missing, start the background load, return once its first acks arrived
   checkpoint --state DIR --phase NAME [--report FILE.json] [--timeout 300] [--ansible-log FILE ...]
       while the load runs: account for every record acked so far, this phase's acks and longest ack gap,
@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--replication", type=int, default=3, help="replication factor (default 3)")
     start.add_argument("--min-insync", type=int, default=2, help="min.insync.replicas of a created topic (default 2)")
     start.add_argument("--group", help="the consumer group (default: kafkalab-load-<run id>)")
+    start.add_argument(
+        "--ansible-log",
+        type=Path,
+        action="append",
+        default=[],
+        help="a playbook log the phases will read restarts from (what it holds now is not this run's)",
+    )
     for name, text in (
         ("checkpoint", "account for everything acked so far; the load keeps running"),
         ("stop", "stop the load and account for the whole run"),
@@ -82,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.replication,
                 args.min_insync,
                 args.group,
+                tuple(args.ansible_log),
             )
             return control.start(opts)
         if args.cmd == "checkpoint":

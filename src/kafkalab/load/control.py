@@ -66,6 +66,7 @@ class StartOptions:
     replication: int
     min_insync: int
     group: str | None
+    logs: tuple[Path, ...] = ()  # playbook logs whose restarts the phases report: read from their end now
 
 
 def ensure_topic(opts: StartOptions) -> str:
@@ -127,6 +128,7 @@ def start(opts: StartOptions) -> int:
         "rate": opts.rate,
         "keys": 64,
         "started_at": time.time(),
+        "log_read_to": restarts_in_logs(list(opts.logs))[2],
     }
     write_json(state.config, config)
     with state.log.open("ab") as log:
@@ -293,7 +295,8 @@ def account(
         process_problems=problems,
         wall_s=at - float(phases[-1]["at"] if phases else config["started_at"]),
     )
-    report.restarts, unlogged = restarts_in_logs(logs or [])
+    read_to = (phases[-1] if phases else config).get("log_read_to", {})
+    report.restarts, unlogged, read_to = restarts_in_logs(logs or [], read_to)
     for path in unlogged:
         print(f"  note: no playbook log at {path}: its restarts are not reported", file=sys.stderr)
     if final:
@@ -301,7 +304,8 @@ def account(
         report.group = acc.group_coverage(acked, acc.group_from_rows(read_jsonl(state.group).rows))
         if group_offsets != "unreadable":
             report.committed_short = acc.committed_short_of_acked(acked, current)
-    write_json(state.phases, [*phases, {"phase": phase, "kind": kind, "at": at, "acked_index": report.acks.end}])
+    mark = {"phase": phase, "kind": kind, "at": at, "acked_index": report.acks.end, "log_read_to": read_to}
+    write_json(state.phases, [*phases, mark])
     return report
 
 

@@ -9,6 +9,7 @@ the restart happened.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,24 @@ def restarts_in(text: str) -> list[Restart]:
     return [Restart(m["host"], float(m["ports"]), float(m["back"])) for m in _LINE.finditer(flat)]
 
 
-def restarts_in_logs(paths: list[Path]) -> tuple[list[Restart], list[str]]:
-    """The restarts in each log that exists, and a note per log that does not."""
+def restarts_in_logs(
+    paths: list[Path], read_to: Mapping[str, int] | None = None
+) -> tuple[list[Restart], list[str], dict[str, int]]:
+    """The restarts each log holds past where the previous phase stopped reading it (read_to: path ->
+    bytes), a note per log that does not exist, and where this phase stopped reading each one. So one
+    log may collect every playbook run of a scenario (ANSIBLE_LOG_PATH appends) and each phase still
+    reports only its own restarts."""
     found: list[Restart] = []
     missing: list[str] = []
+    ends: dict[str, int] = dict(read_to or {})
     for path in paths:
         try:
-            found += restarts_in(path.read_text(encoding="utf-8", errors="replace"))
+            data = path.read_bytes()
         except FileNotFoundError:
             missing.append(str(path))
-    return found, missing
+            continue
+        start = ends.get(str(path), 0)
+        start = start if start <= len(data) else 0  # a log started afresh
+        found += restarts_in(data[start:].decode("utf-8", errors="replace"))
+        ends[str(path)] = len(data)
+    return found, missing, ends
