@@ -3,6 +3,8 @@ and which properties are applied at run time. Pure logic, no cluster (the molecu
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -278,3 +280,51 @@ def test_a_release_older_than_the_finalized_metadata_version_is_refused() -> Non
     assert not kafka_release_lowers_metadata({"metadata.version": "4.2-IV1"}, {"metadata.version.name": "4.2-IV1"})
     assert not kafka_release_lowers_metadata({"metadata.version": "4.2-IV1"}, TARGET_431)
     assert metadata_version_key("3.3-IV3") < metadata_version_key("4.0-IV0") < metadata_version_key("4.0-IV3")
+
+
+def _gate_look() -> Any:
+    """kafka_gate's look(), imported the way Ansible ships it (its module_utils as ansible.module_utils.*)."""
+    import sys
+
+    import kafka_health
+
+    sys.modules.setdefault("ansible.module_utils.kafka_health", kafka_health)
+    import kafka_gate
+
+    return kafka_gate.look
+
+
+def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Path) -> None:
+    healthy = (
+        "Topic: load\tTopicId: 8Yq2\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: min.insync.replicas=2\n"
+        "\tTopic: load\tPartition: 0\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3\n"
+    )
+    tools = {
+        "kafka-topics": f"cat <<'END'\n{healthy}END\n",
+        "kafka-metadata-quorum": f"cat <<'END'\n{QUORUM}END\n",
+        "kafka-broker-api-versions": "echo 'Connection to node -1 could not be established' >&2; exit 1\n",
+    }
+    for name, body in tools.items():
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\nsleep 0.2\n{body}")
+        script.chmod(0o755)
+    params = {
+        "phase": "after",
+        "node_id": 2,
+        "roles": ["broker", "controller"],
+        "mode": "kraft",
+        "bin_dir": str(tmp_path),
+        "bootstrap_servers": "k1:9092",
+        "bootstrap_controller": "k1:9093",
+        "zookeeper_connect": "",
+        "brokers": [1, 2, 3],
+        "default_min_insync_replicas": 2,
+        "controller_lag_max": 1000,
+        "unprotected_topics": [],
+    }
+    health = _gate_look()(SimpleNamespace(params=params))
+    assert health.leader_id == 1
+    assert health.problems == [
+        "kafka-broker-api-versions --bootstrap-server k1:9092 failed (exit 1): "
+        "Connection to node -1 could not be established"
+    ]

@@ -50,6 +50,7 @@ waited:
   type: float
 """
 
+import subprocess
 import time
 from typing import Any
 
@@ -67,12 +68,28 @@ from ansible.module_utils.kafka_health import (
 )
 
 
-def _tool(module: AnsibleModule, name: str, *args: str) -> tuple[str | None, str]:
-    """Run one tool; (stdout, "") or (None, why it failed)."""
-    rc, out, err = module.run_command([f"{module.params['bin_dir']}/{name}", *args])
-    if rc != 0:
-        return None, f"{name} {' '.join(args[-2:])} failed (exit {rc}): {(err or out).strip()[-300:]}"
-    return out, ""
+def _tools(module: AnsibleModule, calls: list[tuple[str, ...]]) -> list[tuple[str | None, str]]:
+    """Run the tools of one look side by side (each starts a JVM: seconds apart, they add up on every
+    restart); per call (stdout, "") or (None, why it failed)."""
+    procs = [
+        subprocess.Popen(
+            [f"{module.params['bin_dir']}/{name}", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, *args in calls
+    ]
+    results: list[tuple[str | None, str]] = []
+    for (name, *args), proc in zip(calls, procs, strict=True):
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            tail = (err or out).strip()[-300:]
+            results.append((None, f"{name} {' '.join(args[-2:])} failed (exit {proc.returncode}): {tail}"))
+        else:
+            results.append((out, ""))
+    return results
 
 
 def look(module: AnsibleModule) -> Health:
@@ -80,15 +97,25 @@ def look(module: AnsibleModule) -> Health:
     p = module.params
     health = Health()
     stopping = p["phase"] == "before"
+    calls: dict[str, tuple[str, ...]] = {
+        "topics": ("kafka-topics", "--bootstrap-server", p["bootstrap_servers"], "--describe"),
+    }
     if p["mode"] == "kraft":
-        out, why = _tool(
-            module,
+        calls["quorum"] = (
             "kafka-metadata-quorum",
             "--bootstrap-controller",
             p["bootstrap_controller"],
             "describe",
             "--replication",
         )
+        if "broker" in p["roles"] or not stopping:
+            calls["brokers"] = ("kafka-broker-api-versions", "--bootstrap-server", p["bootstrap_servers"])
+    else:
+        calls["ids"] = ("zookeeper-shell", p["zookeeper_connect"], "ls", "/brokers/ids")
+        calls["controller"] = ("zookeeper-shell", p["zookeeper_connect"], "get", "/controller")
+    got = dict(zip(calls, _tools(module, list(calls.values())), strict=True))
+    if "quorum" in got:
+        out, why = got["quorum"]
         if out is None:
             health.problems.append(why)
         else:
@@ -98,17 +125,17 @@ def look(module: AnsibleModule) -> Health:
                 health.problems += quorum_problems(voters, p["node_id"], stopping, p["controller_lag_max"])
             elif health.leader_id is None:
                 health.problems.append("the metadata quorum has no leader")
-        if "broker" in p["roles"] or not stopping:
-            out, why = _tool(module, "kafka-broker-api-versions", "--bootstrap-server", p["bootstrap_servers"])
-            health.problems += [why] if out is None else broker_problems(parse_brokers(out), p["brokers"])
-    else:
-        out, why = _tool(module, "zookeeper-shell", p["zookeeper_connect"], "ls", "/brokers/ids")
+    if "brokers" in got:
+        out, why = got["brokers"]
+        health.problems += [why] if out is None else broker_problems(parse_brokers(out), p["brokers"])
+    if "ids" in got:
+        out, why = got["ids"]
         health.problems += [why] if out is None else broker_problems(parse_zookeeper_ids(out), p["brokers"])
-        out, why = _tool(module, "zookeeper-shell", p["zookeeper_connect"], "get", "/controller")
+        out, why = got["controller"]
         health.leader_id = parse_zookeeper_controller(out or "")
         if health.leader_id is None:
             health.problems.append("no active controller in ZooKeeper (/controller)" + (f": {why}" if why else ""))
-    out, why = _tool(module, "kafka-topics", "--bootstrap-server", p["bootstrap_servers"], "--describe")
+    out, why = got["topics"]
     if out is None:
         health.problems.append(why)
     else:
