@@ -131,7 +131,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule sc
 
 journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## the whole ZooKeeper -> KRaft journey under load (molecule zookeeper with journey.yml, ~70 min): roll, killed migration, rollback, migration, finalize, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
-	KAFKALAB_ZOOKEEPER_SIDE_EFFECT=journey.yml $(BIN)/molecule test -s zookeeper
+	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
 	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
