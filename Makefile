@@ -129,7 +129,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule sc
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## the whole ZooKeeper -> KRaft journey under load (molecule zookeeper with journey.yml, ~70 min): roll, killed migration, rollback, migration, finalize, upgrade to 4.3.1
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full): CI's migration, rollback, migration, finalization and upgrade, plus a ZooKeeper roll, a killed migration and a no-op finalize
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
