@@ -2,17 +2,30 @@
 every step's wall time and result, so CI's log says where its minutes went.
 
 Every step runs even after one fails (a red lint should not hide a red scenario); the exit status is
-non-zero if any step failed.
+non-zero if any step failed. Each step's output is also kept in .cache/steps/<step>.log, and after the
+table every failed step's failure lines are printed again (fatal tasks, failed tests, assertion
+messages), so the end of a long CI log says why, not only where.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+LOG_DIR = Path(".cache/steps")
+# What says why a step failed: Ansible's fatal and failed tasks, pytest's failures and errors, molecule's
+# failed actions, make's own error line.
+_FAILURE = re.compile(
+    r"fatal: \[|failed: \[|FAILED|^E\s|Error:|ERROR\s|AssertionError|\bmsg\b.*(refused|failed|not)|make: \*\*\*"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FRAME = re.compile(r"^\s*│\s?")  # molecule's frame around an action's output
 
 
 @dataclass(frozen=True)
@@ -44,12 +57,34 @@ def table(steps: Sequence[Step]) -> str:
     return "\n".join(rows)
 
 
+def failure_lines(text: str, limit: int = 40, width: int = 300) -> list[str]:
+    """The last `limit` lines of a step's output that say what failed, without colours or molecule's frame."""
+    lines = [_FRAME.sub("", _ANSI.sub("", line)).rstrip() for line in text.splitlines()]
+    hits = [line[:width] for line in lines if _FAILURE.search(line)]
+    return hits[-limit:]
+
+
+def run_step(target: str, make: str, log: Path) -> int:
+    """Run one make target, its output to the terminal and to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as kept:
+        proc = subprocess.Popen(
+            [make, "--no-print-directory", target], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        assert proc.stdout is not None
+        for chunk in iter(proc.stdout.readline, b""):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.flush()
+            kept.write(chunk)
+        return proc.wait()
+
+
 def run_steps(targets: Sequence[str], make: str = "make") -> list[Step]:
     steps = []
     for target in targets:
         print(f"\n==> make {target}", flush=True)
         started = time.monotonic()
-        code = subprocess.run([make, "--no-print-directory", target], check=False).returncode
+        code = run_step(target, make, LOG_DIR / f"{target}.log")
         steps.append(Step(target, time.monotonic() - started, code))
     return steps
 
@@ -59,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("targets", nargs="+", help="make targets, run in this order")
     args = parser.parse_args(argv)
     steps = run_steps(args.targets)
+    for step in steps:
+        if not step.ok:
+            log = LOG_DIR / f"{step.name}.log"
+            lines = failure_lines(log.read_text(encoding="utf-8", errors="replace"))
+            print(f"\nWhy {step.name} failed (its failure lines; the whole output is in {log}):", flush=True)
+            print("\n".join(f"  {line}" for line in lines) or "  (no failure line recognised)", flush=True)
     print("\nStep times (make test):\n" + table(steps), flush=True)
     return 0 if all(s.ok for s in steps) else 1
 

@@ -29,3 +29,28 @@ def test_every_step_runs_after_a_failure_and_the_run_fails(
     out = capsys.readouterr().out
     # make itself exits 2 when a recipe fails.
     assert "FAILED (2)" in out and "good" in out
+
+
+def test_a_failed_steps_failure_lines_are_printed_again_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    makefile = tmp_path / "Makefile"
+    makefile.write_text(
+        "bad:\n"
+        "\t@echo 'TASK [kafka : Gate after the start] ok'\n"
+        # molecule's frame (the box-drawing bar) and a colour around it
+        '\t@printf \'  \\342\\224\\202 \\033[31mfatal: [kafka1]: FAILED! => {"msg": "node 1 down"}\\033[0m\\n\'\n'
+        "\t@exit 3\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert steps.main(["bad"]) == 1
+    out = capsys.readouterr().out
+    why = out[out.index("Why bad failed") :]
+    assert 'fatal: [kafka1]: FAILED! => {"msg": "node 1 down"}' in why
+    assert "Gate after the start" not in why
+    assert (tmp_path / ".cache" / "steps" / "bad.log").exists()
+
+
+def test_failure_lines_keep_the_last_ones() -> None:
+    text = "\n".join(f"fatal: [h{i}]: FAILED!" for i in range(50))
+    assert steps.failure_lines(text, limit=3) == [f"fatal: [h{i}]: FAILED!" for i in (47, 48, 49)]
