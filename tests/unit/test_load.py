@@ -671,3 +671,11 @@ def test_status_says_whether_the_load_runs_and_its_counts(
     assert out.startswith("load not running: topic load, group g")
     assert "acked=5 failed=1 group_consumed=0 commits=0" in out
     assert "shut down: clean=True drained=True" in out
+
+
+def test_a_run_starts_reading_each_log_where_it_ends_now(tmp_path: Path) -> None:
+    from kafkalab.load.restarts import log_ends
+
+    log = tmp_path / "run.log"
+    log.write_text("restarted k1: ports open after 1.0 s, back in the cluster 1.0 s later\n")
+    assert log_ends([log, tmp_path / "absent.log"]) == {str(log): log.stat().st_size}

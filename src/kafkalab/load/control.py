@@ -32,7 +32,7 @@ from kafkalab.load.files import (
     tail,
     write_json,
 )
-from kafkalab.load.restarts import restarts_in_logs
+from kafkalab.load.restarts import log_ends, restarts_in_logs
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 300.0
@@ -128,7 +128,7 @@ def start(opts: StartOptions) -> int:
         "rate": opts.rate,
         "keys": 64,
         "started_at": time.time(),
-        "log_read_to": restarts_in_logs(list(opts.logs))[2],
+        "log_read_to": log_ends(list(opts.logs)),
     }
     write_json(state.config, config)
     with state.log.open("ab") as log:

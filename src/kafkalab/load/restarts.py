@@ -36,6 +36,11 @@ def restarts_in(text: str) -> list[Restart]:
     return [Restart(m["host"], float(m["ports"]), float(m["back"])) for m in _LINE.finditer(flat)]
 
 
+def log_ends(paths: list[Path]) -> dict[str, int]:
+    """Where each existing log ends now (path -> bytes): what it already holds is not a later phase's."""
+    return {str(path): path.stat().st_size for path in paths if path.exists()}
+
+
 def restarts_in_logs(
     paths: list[Path], read_to: Mapping[str, int] | None = None
 ) -> tuple[list[Restart], list[str], dict[str, int]]:
