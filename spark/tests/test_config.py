@@ -94,3 +94,40 @@ def test_a_file_that_is_not_toml_is_refused(tmp_path: Path) -> None:
     path.write_text("app_name = \n")
     with pytest.raises(config.ConfigError, match="not valid TOML"):
         config.load(path)
+
+
+REALTIME = {
+    "mode": "realtime",
+    "batch_duration": "30 seconds",
+    "output_topic": "events-realtime",
+    "dead_letter_topic": "events-dead-letter",
+    "checkpoint": "/data/checkpoint/realtime",
+    "status": "/data/realtime-status.json",
+}
+
+
+def test_the_realtime_table_parses_into_settings() -> None:
+    rt = config.parse_realtime({**GOOD, "realtime": REALTIME})
+    assert (rt.mode, rt.batch_duration, rt.output_topic) == ("realtime", "30 seconds", "events-realtime")
+    assert rt.dead_letter_topic == "events-dead-letter"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mode": "continuous"}, "realtime.mode must be one of"),
+        ({"batch_duration": "2 seconds"}, "at least 5 seconds in Real-time Mode"),
+        ({"batch_duration": "soon"}, "realtime.batch_duration must look like"),
+        ({"output_topic": "events"}, "is one of kafka.topics: the job would read its own output"),
+        ({"dead_letter_topic": "events-realtime"}, "must differ"),
+        ({"output_topic": ""}, "realtime.output_topic is empty"),
+    ],
+    ids=["mode", "too-short", "not-an-interval", "reads-own-output", "same-topics", "empty-topic"],
+)
+def test_a_bad_realtime_setting_names_its_key(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(config.ConfigError, match=message):
+        config.parse_realtime({**GOOD, "realtime": {**REALTIME, **change}})
+
+
+def test_microbatch_mode_may_use_short_batches() -> None:
+    assert config.parse_realtime({**GOOD, "realtime": {**REALTIME, "mode": "microbatch", "batch_duration": "1 second"}})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 
@@ -100,3 +101,25 @@ def test_windowed_counts_count_per_topic_and_window(spark: SparkSession) -> None
     # 70 events one second apart from 12:00:00 span the 12:00 and 12:01 windows.
     assert got == [("clicks", T0, 5), ("events", T0, 60), ("events", T0 + dt.timedelta(minutes=1), 10)]
     assert all(r["latency_ms_max"] >= r["latency_ms_avg"] > 0 for r in counts.collect())
+
+
+def test_the_realtime_path_routes_each_record_once_enriched_or_dead_lettered(parsed: DataFrame) -> None:
+    before = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    rows = T.realtime_routed(parsed, "events-realtime", "events-dead-letter").collect()
+    after = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    assert len(rows) == len(CASES), "one output record per input record, none dropped"
+    for (case, key, value, reason), row in zip(
+        CASES, sorted(rows, key=lambda r: json.loads(r.value)["offset"]), strict=True
+    ):
+        doc = json.loads(row.value)
+        assert row.key == key, case
+        assert (doc["source_topic"], doc["offset"]) == ("events", CASES.index((case, key, value, reason))), case
+        assert before <= doc["processed_at_ms"] <= after, case
+        assert doc["kafka_timestamp_ms"] == int(T0.replace(tzinfo=dt.UTC).timestamp() * 1000) + doc["offset"] * 1000
+        if reason is None:
+            assert row.topic == "events-realtime", case
+            assert doc["value"] == value.decode(), case
+        else:
+            assert row.topic == "events-dead-letter", case
+            assert doc["reason"] == reason, case
+            assert doc["value_base64"] == (base64.b64encode(value).decode() if value is not None else None), case

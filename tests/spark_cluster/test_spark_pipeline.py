@@ -1,5 +1,6 @@
-"""The Spark consumer job end to end: every acknowledged event lands in Parquet exactly once, also when
-the driver is SIGKILLed mid-stream; malformed records go to the quarantine; progress is visible; and the
+"""The Spark consumer job end to end: the job's executors run on every worker and write to storage every
+Spark host shares; every acknowledged event lands in Parquet exactly once, also when the driver is
+SIGKILLed mid-stream; malformed records go to the quarantine; progress is visible; and the
 job's throughput is measured next to a plain kafka-python consumer on the same topic.
 
 The tests run in file order and build on each other's data only through the topic and the job's output;
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
+from inventory_hosts import group, node
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkalab.e2e import Record, compare, encode, produce_numbered, read_rate
 
@@ -65,11 +67,51 @@ def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
     for unit in ("spark-master", "spark-worker", SERVICE):
         assert spark_node.host.service(unit).is_running, unit
         assert spark_node.host.service(unit).is_enabled, unit
-    master = spark_node.host.check_output("sed -n 's|^spark.master spark://||p' /etc/spark-consumer/spark-submit.conf")
-    with urllib.request.urlopen(f"http://{master.split(':')[0]}:8080/json/", timeout=10) as response:
-        state = json.load(response)
+    state = master_state(spark_node)
     assert state["workers"] and all(w["state"] == "ALIVE" for w in state["workers"]), state["workers"]
     assert [a["name"] for a in state["activeapps"]] == [spark_node.config["app_name"]]
+
+
+def master_state(spark_node: SparkNode) -> dict[str, Any]:
+    """The Spark master's own view (its /json/ endpoint): workers, their cores in use, the running apps."""
+    master = spark_node.host.check_output("sed -n 's|^spark.master spark://||p' /etc/spark-consumer/spark-submit.conf")
+    with urllib.request.urlopen(f"http://{master.split(':')[0]}:8080/json/", timeout=10) as response:
+        return json.load(response)  # type: ignore[no-any-return]
+
+
+def test_every_spark_host_runs_a_worker() -> None:
+    for name in group("spark_worker"):
+        service = node(name).service("spark-worker")
+        assert service.is_running and service.is_enabled, name
+
+
+def test_the_jobs_executors_run_on_every_worker(spark_node: SparkNode) -> None:
+    """Not assumed from the settings: each worker, found through the master's API, lists an executor of the
+    job's application among the processes it runs."""
+    state = master_state(spark_node)
+    apps = [a for a in state["activeapps"] if a["name"] == spark_node.config["app_name"]]
+    assert len(apps) == 1, state["activeapps"]
+    workers = [w for w in state["workers"] if w["state"] == "ALIVE"]
+    assert len(workers) == len(group("spark_worker")), state["workers"]
+    for worker in workers:
+        with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=10) as response:
+            running = json.load(response)["executors"]
+        assert [e for e in running if e["appid"] == apps[0]["id"]], (worker["host"], running)
+        assert worker["coresused"] >= 1, worker
+
+
+def test_every_spark_host_sees_the_jobs_storage_as_one(spark_node: SparkNode) -> None:
+    """The job's output and checkpoints are on storage every Spark host shares: a file the driver's host
+    writes there is read back, the same, on every other Spark host."""
+    shared = str(Path(spark_node.config["paths"]["checkpoint"]).parent)
+    token = uuid.uuid4().hex
+    marker = f"{shared}/.shared-check-{token}"
+    spark_node.host.check_output(f"echo {token} > {marker}")
+    try:
+        for name in group("spark_worker"):
+            assert node(name).file(marker).content_string.strip() == token, name
+    finally:
+        spark_node.host.check_output(f"rm -f {marker}")
 
 
 def produce_paced(bootstrap: str, topic: str, run_id: str, first_seq: int, count: int, chunks: int) -> list[Record]:
@@ -193,6 +235,105 @@ def test_progress_is_visible_on_the_node(spark_node: SparkNode) -> None:
         f"journalctl -u {SERVICE} --no-pager -o cat -n 2000 | grep -c 'progress query=records' || true"
     )
     assert int(lines or 0) > 0
+
+
+REALTIME_SERVICE = "spark-consumer-realtime"
+N_REALTIME = 3_000
+REALTIME_RESULTS = RESULTS.with_name("spark-realtime-results.json")
+
+
+def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
+        return dict(consumer.end_offsets(parts))
+    finally:
+        consumer.close()
+
+
+def read_from(bootstrap: str, start: dict[TopicPartition, int], done: Any, timeout: float) -> list[Any]:
+    """Every record after `start` until done(records) holds or the timeout passes."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer.assign(list(start))
+    for tp, offset in start.items():
+        consumer.seek(tp, offset)
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and not done(records):
+            for batch in consumer.poll(timeout_ms=1000).values():
+                records.extend(batch)
+    finally:
+        consumer.close()
+    return records
+
+
+def test_the_realtime_path_forwards_every_acked_event_and_dead_letters_the_malformed(spark_node: SparkNode) -> None:
+    """The low-latency application (Real-time Mode, unless the inventory falls back to micro-batches): every
+    acknowledged event of a run reaches the output topic, enriched, at least once (duplicates counted);
+    malformed records reach the dead-letter topic with their reason. The produce-to-output latency (the input
+    record's timestamp to the output record's, both set by their producers) is recorded, never asserted."""
+    rt = spark_node.config["realtime"]
+    service = spark_node.host.service(REALTIME_SERVICE)
+    assert service.is_running and service.is_enabled
+    status = json.loads(spark_node.host.file(rt["status"]).content_string)
+    assert "started_at" in status["queries"]["realtime"], status
+    start = end_offsets(spark_node.bootstrap, [rt["output_topic"], rt["dead_letter_topic"]])
+    _run_id, acked, failed = produce_numbered(spark_node.bootstrap, spark_node.topic, N_REALTIME)
+    assert not failed
+    tag = uuid.uuid4().hex[:8]
+    producer = KafkaProducer(bootstrap_servers=spark_node.bootstrap, acks="all")
+    bad = [producer.send(spark_node.topic, key=f"rt-bad-{tag}-{i}".encode(), value=b'{"seq": ') for i in range(5)]
+    producer.flush(30)
+    bad_positions = {(f.get(30).partition, f.get(30).offset) for f in bad}
+    producer.close()
+    wanted = {(r.partition, r.offset) for r in acked}
+
+    def forwarded(records: list[Any]) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], str]]:
+        good: dict[tuple[int, int], int] = {}
+        dead: dict[tuple[int, int], str] = {}
+        for record in records:
+            doc = json.loads(record.value)
+            if doc["source_topic"] != spark_node.topic:
+                continue
+            position = (doc["partition"], doc["offset"])
+            if record.topic == rt["output_topic"] and position in wanted:
+                good[position] = good.get(position, 0) + 1
+            elif record.topic == rt["dead_letter_topic"] and position in bad_positions:
+                dead[position] = doc["reason"]
+        return good, dead
+
+    def complete(records: list[Any]) -> bool:
+        good, dead = forwarded(records)
+        return len(good) == len(wanted) and len(dead) == len(bad_positions)
+
+    records = read_from(spark_node.bootstrap, start, complete, 180)
+    good, dead = forwarded(records)
+    latencies = sorted(
+        r.timestamp - json.loads(r.value)["kafka_timestamp_ms"]
+        for r in records
+        if r.topic == rt["output_topic"] and (json.loads(r.value)["partition"], json.loads(r.value)["offset"]) in wanted
+    )
+    results = {
+        "mode": rt["mode"],
+        "batch_duration": rt["batch_duration"],
+        "acked": len(wanted),
+        "forwarded": len(good),
+        "duplicated": sum(n - 1 for n in good.values()),
+        "dead_lettered": len(dead),
+        "latency_ms": {
+            "p50": latencies[len(latencies) // 2] if latencies else None,
+            "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else None,
+            "max": latencies[-1] if latencies else None,
+        },
+    }
+    REALTIME_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    REALTIME_RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results))
+    assert sorted(wanted - set(good)) == [], "acknowledged events the low-latency path never forwarded"
+    assert set(dead.values()) == {"value looks like JSON but is not a valid JSON object"}, dead
+    assert len(dead) == len(bad_positions)
+    assert service.is_running, "a malformed record must not crash the low-latency path"
 
 
 def test_job_throughput_next_to_a_kafka_python_consumer(spark_node: SparkNode) -> None:

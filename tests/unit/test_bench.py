@@ -297,6 +297,12 @@ def test_bench_job_config_keeps_the_jobs_settings_and_moves_topic_and_paths() ->
     assert original["kafka"]["topics"] == ["events"], "the deployed settings are not modified"
 
 
+def test_bench_runs_write_beside_the_deployed_jobs_data_on_the_same_storage() -> None:
+    assert spark_job.bench_dir(tomllib.loads(JOB_TOML)) == "/var/lib/kafkalab-bench"
+    shared = {"paths": {"checkpoint": "/srv/spark-shared/spark-consumer/checkpoints"}}
+    assert spark_job.bench_dir(shared) == "/srv/spark-shared/kafkalab-bench"
+
+
 def test_to_toml_round_trips_through_tomllib() -> None:
     doc = {"a": 'quote " and \\ back', "n": 3, "b": False, "l": ["x", "y"], "t": {"u.w": {"v": 1.5}, "e": {}}}
     assert tomllib.loads(toml_writer.to_toml(doc)) == doc

@@ -190,6 +190,60 @@ def test_bad_firewall_input_stops_before_any_host_naming_host_and_variable(
     assert plan is None
 
 
+def two_spark_hosts(tmp: Path, **group_vars: Any) -> Path:
+    """The inventory with a second Spark host, a worker."""
+    path = inventory(tmp, **group_vars)
+    data = yaml.safe_load(path.read_text())
+    data["all"]["hosts"]["spark2"] = {"ansible_host": "10.9.0.22"}
+    data["all"]["children"]["spark"]["children"]["spark_worker"]["hosts"]["spark2"] = None
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_two_spark_hosts_peer_on_every_port_when_the_job_writes_to_shared_storage(tmp_path: Path) -> None:
+    inv = two_spark_hosts(
+        tmp_path, spark_shared_storage_path="/srv/spark-shared", spark_consumer_data_dir="/srv/spark-shared/job"
+    )
+    result, plan = plan_for(tmp_path, inv)
+    assert result.returncode == 0 and plan, result.stdout[-3000:]
+    assert ("10.9.0.22", "", "tcp") in rules_of(plan, "spark1")
+    assert ("10.9.0.21", "", "tcp") in rules_of(plan, "spark2")
+
+
+@pytest.mark.parametrize(
+    ("group_vars", "messages"),
+    [
+        (
+            {},
+            [
+                "the Spark cluster has 2 hosts (spark1, spark2) but spark_shared_storage_path is empty: executors on "
+                "every host write the job's output and checkpoints",
+            ],
+        ),
+        (
+            {"spark_shared_storage_path": "/srv/spark-shared", "spark_consumer_checkpoint_path": "/srv/spark-shared/c"},
+            [
+                "The Spark cluster has 2 hosts, so the job must write under spark_shared_storage_path "
+                "(/srv/spark-shared), which every one of them mounts; nothing was changed.",
+                "spark_consumer_output_path is /var/lib/spark-consumer/records: move it under /srv/spark-shared "
+                "(e.g. spark_consumer_data_dir: /srv/spark-shared/spark-consumer).",
+                "spark_consumer_metrics_path is /var/lib/spark-consumer/metrics: move it under /srv/spark-shared",
+            ],
+        ),
+    ],
+    ids=["no-shared-storage", "job-paths-on-local-disk"],
+)
+def test_a_multi_host_spark_cluster_writing_to_local_disk_is_refused_naming_the_variables(
+    tmp_path: Path, group_vars: dict[str, Any], messages: list[str]
+) -> None:
+    result, plan = plan_for(tmp_path, two_spark_hosts(tmp_path, **group_vars))
+    assert result.returncode != 0 and plan is None
+    for message in messages:
+        assert message in result.stdout, result.stdout[-3000:]
+    assert "spark_consumer_checkpoint_path is" not in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 # ---- pure functions ----------------------------------------------------------------------------
 
 

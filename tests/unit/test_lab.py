@@ -84,6 +84,20 @@ def test_published_ports_stand_in_for_nat_in_front_of_a_host() -> None:
     assert "--publish" not in hosts.docker_run_args(spec.hosts[1], "kafkalab", SYSTEMD_HOST)
 
 
+def test_named_volumes_stand_in_for_a_shared_filesystem() -> None:
+    shared = ["kafkalab-spark-shared:/srv/spark-shared"]
+    spec = hosts.parse_inventory(inventory(kafka1={"lab_volumes": shared}, kafka2={"lab_volumes": shared}))
+    for host in spec.hosts[:2]:
+        assert host.volumes == tuple(shared)
+        args = hosts.docker_run_args(host, "kafkalab", SYSTEMD_HOST)
+        # After the systemd host's own volumes (the cgroup mount), before the image.
+        volumes = [args[i + 1] for i, a in enumerate(args) if a == "--volume"]
+        assert volumes[-1] == shared[0] and len(volumes) == len(SYSTEMD_HOST.volumes) + 1
+    assert hosts.volume_create_args("kafkalab", shared[0]) == [
+        "docker", "volume", "create", "--label", "kafkalab.lab=kafkalab", "kafkalab-spark-shared",
+    ]  # fmt: skip
+
+
 # ------------------------------------------------------------------ the systemd host definition, shared with molecule
 
 # How each molecule-plugins docker platform key is written on a `docker run` command line, worked out here
@@ -119,7 +133,13 @@ def test_molecule_scenarios_start_their_hosts_from_systemd_host_yml_alone(scenar
     assert config["provisioner"]["playbooks"]["create"] == "../create.yml"
     settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
     for platform in config["platforms"]:
-        assert not set(platform) & set(settings), f"{platform['name']} repeats a setting of systemd_host.yml"
+        # A platform may add named volumes of its own (a shared filesystem's stand-in); create.yml appends
+        # them to systemd_host.yml's, which it must not repeat.
+        assert not set(platform) - {"volumes"} & set(settings), (
+            f"{platform['name']} repeats a setting of systemd_host.yml"
+        )
+        for volume in platform.get("volumes", []):
+            assert volume not in settings["volumes"] and hosts.VOLUME_SPEC.match(volume), (platform["name"], volume)
 
 
 def test_a_setting_the_lab_would_not_pass_to_docker_is_refused() -> None:
@@ -256,6 +276,8 @@ def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
         ({"kafka2": {"lab_network_subnet": "10.232.0.0/24"}}, "same lab_network_name"),
         ({"kafka2": {"lab_network_name": None}}, "same lab_network_name"),
         ({"kafka2": {"lab_published_ports": ["19092"]}}, "lab_published_ports"),
+        ({"kafka2": {"lab_volumes": ["/srv/data:/srv/data"]}}, "lab_volumes"),
+        ({"kafka2": {"lab_volumes": "shared:/srv"}}, "lab_volumes"),
     ],
     ids=[
         "no-address",
@@ -266,6 +288,8 @@ def test_inventory_gives_network_subnet_and_hosts_in_name_order() -> None:
         "two-subnets",
         "no-network",
         "bad-publish",
+        "bind-mount-volume",
+        "volumes-not-a-list",
     ],
 )
 def test_inventory_errors_name_the_problem(overrides: dict[str, Any], message: str) -> None:

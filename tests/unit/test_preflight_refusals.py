@@ -91,10 +91,10 @@ def ensemble(hv: HostVars | None = None, s: dict[str, Any] | None = None, server
     return zookeeper_ensemble_model(hv, servers, {**ZK, **(s or {})})["problems"]
 
 
-def spark(masters: list[str], workers: list[str]) -> list[str]:
+def spark(masters: list[str], workers: list[str], shared_path: str = "/srv/spark-shared") -> list[str]:
     """The Spark cluster model's problems."""
     hv = {"spark1": {"ansible_host": "192.0.2.21"}, "spark2": {"ansible_host": "192.0.2.22"}}
-    return spark_cluster_model(hv, masters, workers, {"master_port": 7077})["problems"]
+    return spark_cluster_model(hv, masters, workers, {"master_port": 7077, "shared_path": shared_path})["problems"]
 
 
 FW = {
@@ -641,6 +641,20 @@ CASES = [
             "group spark_worker has hosts (spark1, spark2) but group spark_master is empty: the workers would have no master. Put one host in spark_master (spark_master_group).",
         ],
         id="spark-workers-without-master",
+    ),
+    pytest.param(
+        lambda: spark(["spark1"], ["spark1", "spark2"], shared_path=""),
+        [
+            "the Spark cluster has 2 hosts (spark1, spark2) but spark_shared_storage_path is empty: executors on every host write the job's output and checkpoints, so those must be on storage every Spark host mounts at the same path. Set spark_shared_storage_path to that mount point (and spark_shared_storage_mount to have the role mount it, e.g. NFS), or keep one host in the spark groups.",
+        ],
+        id="spark-multi-host-without-shared-storage",
+    ),
+    pytest.param(
+        lambda: spark(["spark1"], ["spark1", "spark2"], shared_path="srv/shared"),
+        [
+            "spark_shared_storage_path 'srv/shared' is not an absolute path: give the mount point every Spark host shares, e.g. /srv/spark-shared.",
+        ],
+        id="spark-shared-storage-relative",
     ),
     # --- firewall
     pytest.param(

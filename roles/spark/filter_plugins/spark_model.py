@@ -16,10 +16,11 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import S
 def spark_cluster_model(
     hostvars: Mapping[str, Any], masters: Iterable[str], workers: Iterable[str], settings: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_port.
+    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_port, shared_path.
 
     Returns {"master": host or "", "master_address": str, "master_url": str, "addresses": {host: str},
-    "firewall_services": [service], "problems": [str]}; the master is the first host of the master group.
+    "shared_path": str, "firewall_services": [service], "problems": [str]}; the master is the first host of the
+    master group. shared_path is spark_shared_storage_path: a directory every Spark host sees at the same path.
     """
     masters, workers = list(masters), list(workers)
     members = list(dict.fromkeys([*masters, *workers]))
@@ -43,8 +44,22 @@ def spark_cluster_model(
             f"group spark_worker has hosts ({', '.join(workers)}) but group spark_master is empty: the workers would "
             "have no master. Put one host in spark_master (spark_master_group)."
         )
+    shared_path = str(settings.get("shared_path") or "").rstrip("/")
+    if len(members) > 1 and not shared_path:
+        problems.append(
+            f"the Spark cluster has {len(members)} hosts ({', '.join(members)}) but spark_shared_storage_path is "
+            "empty: executors on every host write the job's output and checkpoints, so those must be on storage "
+            "every Spark host mounts at the same path. Set spark_shared_storage_path to that mount point (and "
+            "spark_shared_storage_mount to have the role mount it, e.g. NFS), or keep one host in the spark groups."
+        )
+    elif shared_path and not shared_path.startswith("/"):
+        problems.append(
+            f"spark_shared_storage_path {shared_path!r} is not an absolute path: give the mount point every Spark "
+            "host shares, e.g. /srv/spark-shared."
+        )
     return {
         "problems": problems,
+        "shared_path": shared_path,
         "master": master,
         "master_address": master_address,
         "master_url": f"spark://{master_address}:{settings.get('master_port')}" if master else "",

@@ -100,10 +100,67 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
     )
 
 
-def load(path: str | Path) -> JobConfig:
+REALTIME_MODES = ("realtime", "microbatch")
+# Spark refuses a Real-time trigger shorter than spark.sql.streaming.realTimeMode.minBatchDuration (5 s).
+_REALTIME_MIN_SECONDS = 5
+_SECONDS = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600}
+
+
+@dataclass(frozen=True)
+class RealtimeConfig:
+    """The low-latency path ([realtime]): each record of the job's topics forwarded at once, enriched, to
+    output_topic, or with its reason to dead_letter_topic. mode realtime runs Spark's Real-time Mode with
+    batch_duration as its checkpoint interval; microbatch runs 1-second micro-batches (the fallback)."""
+
+    mode: str
+    batch_duration: str
+    output_topic: str
+    dead_letter_topic: str
+    checkpoint_path: str
+    status_path: str
+
+
+def _seconds(interval: str) -> float:
+    number, unit = interval.split(" ")
+    return int(number) * _SECONDS[unit.rstrip("s")]
+
+
+def parse_realtime(data: Mapping[str, Any]) -> RealtimeConfig:
+    """Validate the [realtime] table of a decoded config document."""
+    mode = str(_get(data, "realtime.mode", str))
+    if mode not in REALTIME_MODES:
+        raise ConfigError(f"realtime.mode must be one of {REALTIME_MODES}, got {mode!r}")
+    duration = _interval(data, "realtime.batch_duration")
+    if mode == "realtime" and _seconds(duration) < _REALTIME_MIN_SECONDS:
+        raise ConfigError(
+            f"realtime.batch_duration must be at least {_REALTIME_MIN_SECONDS} seconds in Real-time Mode "
+            f"(it is the checkpoint interval, not the latency), got {duration!r}"
+        )
+    topics = {key: str(_get(data, f"realtime.{key}", str)) for key in ("output_topic", "dead_letter_topic")}
+    for key, topic in topics.items():
+        if not topic:
+            raise ConfigError(f"realtime.{key} is empty")
+        if topic in _get(data, "kafka.topics", list):
+            raise ConfigError(f"realtime.{key} {topic!r} is one of kafka.topics: the job would read its own output")
+    if topics["output_topic"] == topics["dead_letter_topic"]:
+        raise ConfigError("realtime.output_topic and realtime.dead_letter_topic must differ")
+    return RealtimeConfig(
+        mode=mode,
+        batch_duration=duration,
+        output_topic=topics["output_topic"],
+        dead_letter_topic=topics["dead_letter_topic"],
+        checkpoint_path=str(_get(data, "realtime.checkpoint", str)),
+        status_path=str(_get(data, "realtime.status", str)),
+    )
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
     try:
         with Path(path).open("rb") as handle:
-            data = tomllib.load(handle)
+            return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse(data)
+
+
+def load(path: str | Path) -> JobConfig:
+    return parse(read_document(path))

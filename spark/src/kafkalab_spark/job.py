@@ -34,7 +34,9 @@ LOG = logging.getLogger("kafkalab_spark")
 QUERIES = ("records", "quarantine", "metrics")
 
 
-def read_kafka(spark: SparkSession, cfg: job_config.JobConfig) -> DataFrame:
+def read_kafka(spark: SparkSession, cfg: job_config.JobConfig, max_offsets_per_trigger: int | None = None) -> DataFrame:
+    """The Kafka source over the job's topics; max_offsets_per_trigger overrides the config's (0: no limit)."""
+    limit = cfg.max_offsets_per_trigger if max_offsets_per_trigger is None else max_offsets_per_trigger
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
@@ -43,8 +45,8 @@ def read_kafka(spark: SparkSession, cfg: job_config.JobConfig) -> DataFrame:
         .option("startingOffsets", cfg.starting_offsets)
         .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower())
     )
-    if cfg.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    if limit:
+        reader = reader.option("maxOffsetsPerTrigger", str(limit))
     for key, value in sorted(cfg.kafka_options.items()):
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()
@@ -81,6 +83,7 @@ class ProgressListener(StreamingQueryListener):
 
     def onQueryStarted(self, event: Any) -> None:
         self.names[str(event.id)] = str(event.name)
+        self.status.started(str(event.name), str(event.timestamp))
         LOG.info("query %s started (id %s)", event.name, event.id)
 
     def onQueryProgress(self, event: Any) -> None:

@@ -130,6 +130,15 @@ class StatusFile:
             self._doc["updated_at"] = time.time()
             self._write()
 
+    def started(self, query: str, timestamp: str) -> None:
+        """The query is running (a Real-time Mode query reports progress only at the end of its long
+        batches: until then this is how its status shows it alive)."""
+        with self._lock:
+            entry = self._doc["queries"].setdefault(query, {"rows_since_start": 0, "first_batch": None})
+            entry["started_at"] = timestamp
+            self._doc["updated_at"] = time.time()
+            self._write()
+
     def idle(self, query: str, timestamp: str) -> None:
         """The query ran a trigger and found no new data (Spark 4 reports that instead of a progress
         event): it is alive and caught up. Recorded once per idle spell, not on every trigger."""

@@ -117,3 +117,48 @@ def windowed_counts(records: DataFrame, window_duration: str, watermark_delay: s
             "latency_ms_max",
         )
     )
+
+
+def processing_time_ms() -> Column:
+    """The wall-clock time each row is processed at, in epoch milliseconds. Not current_timestamp(): Spark
+    fixes that once per batch, and a Real-time Mode batch lasts minutes while its records flow through."""
+    return F.expr("reflect('java.lang.System', 'currentTimeMillis')").cast("long")
+
+
+def realtime_routed(parsed: DataFrame, output_topic: str, dead_letter_topic: str) -> DataFrame:
+    """What the low-latency path writes to Kafka, one row per input record (topic, key, value): a
+    well-formed record goes to output_topic as a JSON object enriched with where it came from and when it
+    was processed; a malformed one to dead_letter_topic with its reason and its raw bytes in base64.
+    Stateless (a projection), so Spark's Real-time Mode can run it."""
+    good = F.col("quarantine_reason").isNull()
+    now = processing_time_ms()
+    enriched = F.to_json(
+        F.struct(
+            F.col("topic").alias("source_topic"),
+            "partition",
+            "offset",
+            "key",
+            "value",
+            "value_format",
+            "fields",
+            F.unix_millis("kafka_timestamp").alias("kafka_timestamp_ms"),
+            now.alias("processed_at_ms"),
+        )
+    )
+    dead_letter = F.to_json(
+        F.struct(
+            F.col("topic").alias("source_topic"),
+            "partition",
+            "offset",
+            F.col("quarantine_reason").alias("reason"),
+            F.base64("key_raw").alias("key_base64"),
+            F.base64("value_raw").alias("value_base64"),
+            F.unix_millis("kafka_timestamp").alias("kafka_timestamp_ms"),
+            now.alias("processed_at_ms"),
+        )
+    )
+    return parsed.select(
+        F.when(good, F.lit(output_topic)).otherwise(F.lit(dead_letter_topic)).alias("topic"),
+        F.col("key_raw").alias("key"),
+        F.when(good, enriched).otherwise(dead_letter).alias("value"),
+    )

@@ -13,6 +13,7 @@ import time
 import tomllib
 import uuid
 from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
@@ -29,7 +30,7 @@ from kafkalab.bench.settings import (
     MIN_INSYNC,
     PARTITIONS,
     REPLICATION,
-    SPARK_BENCH_DIR,
+    SPARK_BENCH_DIR_NAME,
     SPARK_JOB_CONFIG,
     SPARK_SERVICE,
     SPARK_SUBMIT_CONF,
@@ -38,6 +39,13 @@ from kafkalab.bench.spark_progress import e2e_latencies_ms, end_offsets_wanted, 
 from kafkalab.bench.stats import latency_summary
 from kafkalab.bench.toml_writer import to_toml
 from kafkalab.e2e import create_topic, encode, produce_numbered, read_rate
+
+
+def bench_dir(config: Mapping[str, Any]) -> str:
+    """Where bench runs write: beside the deployed job's data dir (the parent of its checkpoints), so on the
+    same storage, which every Spark host shares when the cluster has more than one."""
+    job_data_dir = PurePosixPath(str(config["paths"]["checkpoint"])).parent
+    return str(job_data_dir.parent / SPARK_BENCH_DIR_NAME)
 
 
 def bench_job_config(original: Mapping[str, Any], topic: str, data_dir: str, app_name: str) -> dict[str, Any]:
@@ -146,7 +154,8 @@ def spark_section(
         probe.close()
     topic = f"{BENCH_PREFIX}{run}-spark"
     bench_unit = f"kafkalab-bench-spark-{run}"
-    data_dir = f"{SPARK_BENCH_DIR}/{run}"
+    bench_root = bench_dir(config)
+    data_dir = f"{bench_root}/{run}"
     bench_config = f"{data_dir}/job.toml"
     result: dict[str, Any] = {
         "settings": {
@@ -279,7 +288,7 @@ def spark_section(
         for argv in (
             ["systemctl", "stop", bench_unit],
             ["rm", "-rf", "--one-file-system", data_dir],
-            ["rmdir", "--ignore-fail-on-non-empty", SPARK_BENCH_DIR],
+            ["rmdir", "--ignore-fail-on-non-empty", bench_root],
             *([["systemctl", "start", SPARK_SERVICE]] if was_active else []),
         ):
             r = ansible.run(master, argv, timeout=300, check=False)

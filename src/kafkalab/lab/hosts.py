@@ -28,6 +28,8 @@ LAB_LABEL = "kafkalab.lab"
 KEY_PATH = Path(".cache/lab/id_ed25519")
 
 PUBLISH_SPEC = re.compile(r"^((\d{1,3}\.){3}\d{1,3}:)?\d{1,5}:\d{1,5}(/(tcp|udp))?$")
+# A docker named volume and where the container mounts it; never a directory of this machine.
+VOLUME_SPEC = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*:/[^:\s]*$")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class LabHost:
     ip: str
     # docker --publish specs ([host_ip:]host_port:container_port): stand-ins for NAT in front of a host.
     publish: tuple[str, ...] = ()
+    # docker named volumes (NAME:/path) several hosts mount: stand-ins for a shared filesystem (NFS).
+    volumes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,17 @@ def parse_inventory(data: Mapping[str, Any]) -> LabSpec:
                 f"host {name}: lab_published_ports {publish!r} must be a list of "
                 "'[host_ip:]host_port:container_port' strings, e.g. ['127.0.0.1:19091:9094']"
             )
-        hosts.append(LabHost(name=name, ip=str(ip), publish=tuple(str(p) for p in publish)))
+        volumes = hostvars[name].get("lab_volumes") or []
+        if not isinstance(volumes, list) or not all(VOLUME_SPEC.match(str(v)) for v in volumes):
+            raise LabError(
+                f"host {name}: lab_volumes {volumes!r} must be a list of 'NAME:/path' strings (a docker named "
+                "volume and where the host mounts it), e.g. ['kafkalab-spark-shared:/srv/spark-shared']"
+            )
+        hosts.append(
+            LabHost(
+                name=name, ip=str(ip), publish=tuple(str(p) for p in publish), volumes=tuple(str(v) for v in volumes)
+            )
+        )
     ips = [h.ip for h in hosts]
     duplicates = sorted({ip for ip in ips if ips.count(ip) > 1})
     if duplicates:
@@ -132,9 +146,15 @@ def docker_run_args(host: LabHost, network: str, systemd: SystemdHost) -> list[s
         "--network-alias", host.name,
         *(arg for spec in host.publish for arg in ("--publish", spec)),
         *systemd_run_flags(systemd),
+        *(arg for volume in host.volumes for arg in ("--volume", volume)),
         systemd.image,
         systemd.command,
     ]  # fmt: skip
+
+
+def volume_create_args(network: str, volume: str) -> list[str]:
+    """Creates the named volume of a NAME:/path spec, labelled so that `down` removes it."""
+    return ["docker", "volume", "create", "--label", f"{LAB_LABEL}={network}", volume.split(":", 1)[0]]
 
 
 def network_create_args(network: str, subnet: str) -> list[str]:
@@ -210,6 +230,9 @@ def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost) -> None
     name = container_name(spec.network, host.name)
     existing = inspect("container", name)
     if existing is None:
+        for volume in host.volumes:
+            if inspect("volume", volume.split(":", 1)[0]) is None:
+                run(volume_create_args(spec.network, volume), what=f"creating volume {volume}")
         say(f"starting {name} at {host.ip}")
         run(docker_run_args(host, spec.network, systemd), what=f"starting container {name}")
         return
@@ -224,6 +247,14 @@ def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost) -> None
         raise LabError(
             f"{name} publishes {len(bound)} port(s), the inventory asks for {len(host.publish)} "
             "(lab_published_ports): `python -m kafkalab.lab down` then `up`"
+        )
+    mounted = sorted(
+        f"{m.get('Name')}:{m.get('Destination')}" for m in existing.get("Mounts") or [] if m.get("Type") == "volume"
+    )
+    if mounted != sorted(host.volumes):
+        raise LabError(
+            f"{name} mounts {mounted or 'no volume'}, the inventory asks for {sorted(host.volumes) or 'none'} "
+            "(lab_volumes): `python -m kafkalab.lab down` then `up`"
         )
     if existing.get("Image") != image_id(systemd.image):
         say(f"note: {name} runs an older base image; `down` then `up` to refresh it")
@@ -307,6 +338,10 @@ def cmd_down(inventory: str) -> None:
     if ids:
         say(f"removing {len(ids)} lab container(s)")
         run(["docker", "rm", "--force", "--volumes", *ids], what="removing lab containers")
+    volumes = out(["docker", "volume", "ls", "-q", "--filter", f"label={LAB_LABEL}={spec.network}"]).split()
+    if volumes:
+        say(f"removing {len(volumes)} lab volume(s): {', '.join(volumes)}")
+        run(["docker", "volume", "rm", *volumes], what="removing lab volumes")
     network = inspect("network", spec.network)
     if network is not None:
         if ((network.get("Labels") or {}).get(LAB_LABEL)) == spec.network:

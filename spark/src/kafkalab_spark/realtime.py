@@ -1,0 +1,85 @@
+"""The low-latency path: the job's topics -> Kafka, each record forwarded as soon as it is read.
+
+One Structured Streaming query, its own application (spark-submit) and checkpoint beside the archive job
+(kafkalab_spark.job): a well-formed record goes, enriched with its source position and processing time, to
+realtime.output_topic; a malformed one, with its reason and raw bytes, to realtime.dead_letter_topic.
+
+realtime.mode realtime runs it in Spark's Real-time Mode (Spark 4.1+): long-running tasks, one per input
+partition, process records as they arrive; realtime.batch_duration is only how often progress is
+checkpointed. The application must hold a core per input partition for as long as it runs, so it runs
+apart from the archive job, which would otherwise starve it. realtime.mode microbatch runs the same query
+in 1-second micro-batches: the fallback where Real-time Mode cannot run.
+
+Delivery to the output topics is at least once (Spark's Kafka sink is, in either mode): after a crash the
+records of the unfinished batch are written again. Consumers key on (source_topic, partition, offset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from kafkalab_spark import config as job_config
+from kafkalab_spark.job import ProgressListener, read_kafka
+from kafkalab_spark.progress import StatusFile, read_checkpoint
+from kafkalab_spark.transforms import parse_records, realtime_routed
+
+LOG = logging.getLogger("kafkalab_spark.realtime")
+QUERY = "realtime"
+
+
+def start_query(spark: SparkSession, cfg: job_config.JobConfig, rt: job_config.RealtimeConfig) -> StreamingQuery:
+    # Real-time Mode reads each partition with one long-running task: no per-batch offset limit.
+    source = read_kafka(spark, cfg, max_offsets_per_trigger=0)
+    writer = (
+        realtime_routed(parse_records(source), rt.output_topic, rt.dead_letter_topic)
+        .writeStream.queryName(QUERY)
+        .format("kafka")
+        .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
+        .option("kafka.acks", "all")
+        .option("kafka.enable.idempotence", "true")
+        .option("checkpointLocation", rt.checkpoint_path)
+        .outputMode("update")
+    )
+    for key, value in sorted(cfg.kafka_options.items()):
+        writer = writer.option(f"kafka.{key}", value)
+    if rt.mode == "realtime":
+        writer = writer.trigger(realTime=rt.batch_duration)
+    else:
+        writer = writer.trigger(processingTime="1 second")
+    query: StreamingQuery = writer.start()
+    return query
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkalab_spark.realtime", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="the job's TOML settings (its [realtime] table)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        document = job_config.read_document(args.config)
+        cfg, rt = job_config.parse(document), job_config.parse_realtime(document)
+    except (OSError, job_config.ConfigError) as exc:
+        LOG.error("cannot start: %s", exc)
+        return 2
+    state = read_checkpoint(rt.checkpoint_path)
+    started_from = (
+        {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets}}
+        if state
+        else {"checkpoint": None, "starting_offsets": cfg.starting_offsets}
+    )
+    status = StatusFile(rt.status_path, {QUERY: {**started_from, "mode": rt.mode}})
+    spark = SparkSession.builder.appName(f"{cfg.app_name}-realtime").getOrCreate()
+    spark.streams.addListener(ProgressListener(status))
+    start_query(spark, cfg, rt)
+    spark.streams.awaitAnyTermination()
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
