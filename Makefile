@@ -70,7 +70,7 @@ verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=.
 failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -s -m failover
 
-lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + Spark), provision, verify, show the Spark job consuming
+lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + 2 Spark hosts), provision, verify, show the Spark job consuming
 	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/summary.yml > .cache/lab/summary.log \
 	  || { cat .cache/lab/summary.log; exit 1; }
 	@cat .cache/lab/summary.txt
