@@ -19,8 +19,8 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
@@ -32,6 +32,7 @@ from kafkalab_spark.transforms import good_records, parse_records, quarantined, 
 
 LOG = logging.getLogger("kafkalab_spark")
 QUERIES = ("records", "quarantine", "metrics")
+T = TypeVar("T")
 
 
 def read_kafka(spark: SparkSession, cfg: job_config.JobConfig, max_offsets_per_trigger: int | None = None) -> DataFrame:
@@ -103,34 +104,45 @@ class ProgressListener(StreamingQueryListener):
         self.status.terminated(str(event.id), event.exception)
 
 
+def resume_point(query: str, checkpoint: str, starting_offsets: str) -> dict[str, Any]:
+    """Where a query resumes: the checkpointed batch and offsets, or the startingOffsets it uses without one."""
+    state = read_checkpoint(checkpoint)
+    if state is None:
+        LOG.info("query %s: no checkpoint yet, starting from startingOffsets=%s", query, starting_offsets)
+        return {"checkpoint": None, "starting_offsets": starting_offsets}
+    LOG.info(
+        "query %s: resuming from checkpoint batch %d, offsets %s",
+        query,
+        state.batch_id,
+        json.dumps(state.offsets, sort_keys=True),
+    )
+    return {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets}}
+
+
 def started_from(cfg: job_config.JobConfig) -> dict[str, Any]:
     """For each query: the checkpointed batch and offsets it resumes from, or the startingOffsets it uses."""
-    result: dict[str, Any] = {}
-    for name in QUERIES:
-        state = read_checkpoint(cfg.checkpoint_for(name))
-        if state is None:
-            result[name] = {"checkpoint": None, "starting_offsets": cfg.starting_offsets}
-            LOG.info("query %s: no checkpoint yet, starting from startingOffsets=%s", name, cfg.starting_offsets)
-        else:
-            result[name] = {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets}}
-            LOG.info(
-                "query %s: resuming from checkpoint batch %d, offsets %s",
-                name,
-                state.batch_id,
-                json.dumps(state.offsets, sort_keys=True),
-            )
-    return result
+    return {name: resume_point(name, cfg.checkpoint_for(name), cfg.starting_offsets) for name in QUERIES}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkalab_spark.job", description=__doc__.split("\n\n")[0])
+def settings_from_command_line(
+    argv: Sequence[str] | None, prog: str, description: str, parse: Callable[[dict[str, Any]], T]
+) -> T | None:
+    """The application's start: --config names the TOML settings, parse validates them; logging goes to
+    stderr (the journal). None, with the reason logged, when the settings cannot be read or are invalid."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", required=True, help="the job's TOML settings")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
-        cfg = job_config.load(args.config)
+        return parse(job_config.read_document(args.config))
     except (OSError, job_config.ConfigError) as exc:
         LOG.error("cannot start: %s", exc)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = settings_from_command_line(argv, "kafkalab_spark.job", __doc__.split("\n\n")[0], job_config.parse)
+    if cfg is None:
         return 2
     status = StatusFile(cfg.status_path, started_from(cfg))
     spark = SparkSession.builder.appName(cfg.app_name).getOrCreate()

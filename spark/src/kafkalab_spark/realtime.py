@@ -16,7 +16,6 @@ records of the unfinished batch are written again. Consumers key on (source_topi
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Sequence
@@ -25,8 +24,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from kafkalab_spark import config as job_config
-from kafkalab_spark.job import ProgressListener, read_kafka
-from kafkalab_spark.progress import StatusFile, read_checkpoint
+from kafkalab_spark.job import ProgressListener, read_kafka, resume_point, settings_from_command_line
+from kafkalab_spark.progress import StatusFile
 from kafkalab_spark.transforms import parse_records, realtime_routed
 
 LOG = logging.getLogger("kafkalab_spark.realtime")
@@ -57,22 +56,16 @@ def start_query(spark: SparkSession, cfg: job_config.JobConfig, rt: job_config.R
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkalab_spark.realtime", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="the job's TOML settings (its [realtime] table)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    try:
-        document = job_config.read_document(args.config)
-        cfg, rt = job_config.parse(document), job_config.parse_realtime(document)
-    except (OSError, job_config.ConfigError) as exc:
-        LOG.error("cannot start: %s", exc)
-        return 2
-    state = read_checkpoint(rt.checkpoint_path)
-    started_from = (
-        {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets}}
-        if state
-        else {"checkpoint": None, "starting_offsets": cfg.starting_offsets}
+    settings = settings_from_command_line(
+        argv,
+        "kafkalab_spark.realtime",
+        __doc__.split("\n\n")[0],
+        lambda document: (job_config.parse(document), job_config.parse_realtime(document)),
     )
+    if settings is None:
+        return 2
+    cfg, rt = settings
+    started_from = resume_point(QUERY, rt.checkpoint_path, cfg.starting_offsets)
     status = StatusFile(rt.status_path, {QUERY: {**started_from, "mode": rt.mode}})
     spark = SparkSession.builder.appName(f"{cfg.app_name}-realtime").getOrCreate()
     spark.streams.addListener(ProgressListener(status))

@@ -19,6 +19,9 @@ REASON_KEY_NOT_UTF8 = "key is not valid UTF-8"
 REASON_VALUE_NOT_UTF8 = "value is not valid UTF-8"
 REASON_BAD_JSON = "value looks like JSON but is not a valid JSON object"
 
+# What both outputs of a well-formed record carry of it (the Parquet archive and the low-latency topic).
+_RECORD_COLUMNS = ("partition", "offset", "key", "value", "value_format", "fields")
+
 # JSON objects are kept as a string map: any value (number, nested object) keeps its JSON text, so no
 # schema has to be agreed with the producers for the records to land.
 _JSON_FIELDS = "map<string,string>"
@@ -67,16 +70,7 @@ def with_latency(records: DataFrame) -> DataFrame:
 def good_records(parsed: DataFrame) -> DataFrame:
     """The well-formed records, as the Parquet output stores them (one row per topic/partition/offset)."""
     return with_latency(parsed.where(F.col("quarantine_reason").isNull())).select(
-        "topic",
-        "partition",
-        "offset",
-        "key",
-        "value",
-        "value_format",
-        "fields",
-        "kafka_timestamp",
-        "processed_at",
-        "latency_ms",
+        "topic", *_RECORD_COLUMNS, "kafka_timestamp", "processed_at", "latency_ms"
     )
 
 
@@ -135,12 +129,7 @@ def realtime_routed(parsed: DataFrame, output_topic: str, dead_letter_topic: str
     enriched = F.to_json(
         F.struct(
             F.col("topic").alias("source_topic"),
-            "partition",
-            "offset",
-            "key",
-            "value",
-            "value_format",
-            "fields",
+            *_RECORD_COLUMNS,
             F.unix_millis("kafka_timestamp").alias("kafka_timestamp_ms"),
             now.alias("processed_at_ms"),
         )
