@@ -7,9 +7,14 @@ group is an error, never a silently skipped test. tests/conftest.py puts this fo
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+import pytest
 import testinfra
 from testinfra.utils.ansible_runner import AnsibleRunner
 
@@ -52,3 +57,50 @@ def group(name: str) -> list[str]:
 def node(name: str) -> Any:
     """A testinfra host for an inventory host, reached the way Ansible reaches it."""
     return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory_path()}")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@cache
+def disposable_cluster() -> bool:
+    """Under molecule, or an inventory that declares its cluster disposable (the lab)."""
+    if os.environ.get("MOLECULE_INVENTORY_FILE"):
+        return True
+    return runner().get_variables(group("kafka")[0]).get("lab_disposable_cluster") is True
+
+
+CHANGES_CLUSTER = "changes_cluster: applies playbooks to the cluster; runs only on disposable clusters (molecule, lab)"
+
+
+def skip_unless_disposable(item: pytest.Item) -> None:
+    """The pytest_runtest_setup of both suites: a test marked changes_cluster runs on a disposable cluster only."""
+    if item.get_closest_marker("changes_cluster") and not disposable_cluster():
+        pytest.skip(
+            f"changes the cluster, and {inventory_path()} is not a disposable one (molecule, or an inventory with "
+            "lab_disposable_cluster: true): verification of this cluster stays read-only"
+        )
+
+
+def run_playbook(playbook: str, args: Sequence[str] = (), timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook (the venv's) on the inventory under test, from the repository, with plain output
+    (stdout and stderr as one: failures may be reported on either) for the tests to read."""
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        inventory_path(),
+        f"playbooks/{playbook}",
+        *args,
+    ]
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
+        # molecule forces colour for its own runs; these outputs are parsed, so no escape codes.
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_NOCOLOR": "1",
+        "PY_COLORS": "0",
+    }
+    return subprocess.run(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+    )

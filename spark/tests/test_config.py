@@ -64,6 +64,7 @@ def test_the_rendered_toml_file_loads(tmp_path: Path) -> None:
     cfg = config.load(path)
     assert (cfg.starting_offsets, cfg.max_offsets_per_trigger, cfg.fail_on_data_loss) == ("latest", 0, False)
     assert cfg.kafka_options == {}
+    assert cfg.min_partitions == 0  # not in the file: one Spark task per Kafka partition
 
 
 @pytest.mark.parametrize(
@@ -76,6 +77,7 @@ def test_the_rendered_toml_file_loads(tmp_path: Path) -> None:
         ("kafka", "bootstrap_servers", "", "kafka.bootstrap_servers is empty"),
         ("stream", "trigger_interval", "5s", "stream.trigger_interval must look like"),
         ("paths", "output", None, "missing setting paths.output"),
+        ("kafka", "min_partitions", -2, "kafka.min_partitions must be an integer >= 0"),
     ],
     ids=lambda v: str(v),
 )

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
-from inventory_hosts import group, inventory_path, node, runner  # noqa: E402
+from inventory_hosts import CHANGES_CLUSTER, group, node, runner, skip_unless_disposable  # noqa: E402
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:
@@ -50,14 +50,6 @@ def assert_java_service_runs(host: Any, unit: str, user: str, main_class: str) -
     proc = host.process.get(user=user, comm="java")
     assert main_class in proc.args
     assert "-Xmx" in proc.args
-
-
-@cache
-def disposable_cluster() -> bool:
-    """Under molecule, or an inventory that declares its cluster disposable (the lab)."""
-    if os.environ.get("MOLECULE_INVENTORY_FILE"):
-        return True
-    return runner().get_variables(group("kafka")[0]).get("lab_disposable_cluster") is True
 
 
 def listener_address(props: dict[str, str], listener: str) -> str:
@@ -108,17 +100,11 @@ def cluster_mode() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     for mode in MODES:
         config.addinivalue_line("markers", f"{mode}: applies to {mode} mode only (deselected in the other mode)")
-    config.addinivalue_line(
-        "markers", "changes_cluster: applies playbooks to the cluster; runs only on disposable clusters (molecule, lab)"
-    )
+    config.addinivalue_line("markers", CHANGES_CLUSTER)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("changes_cluster") and not disposable_cluster():
-        pytest.skip(
-            f"changes the cluster, and {inventory_path()} is not a disposable one (molecule, or an inventory with "
-            "lab_disposable_cluster: true): verification of this cluster stays read-only"
-        )
+    skip_unless_disposable(item)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

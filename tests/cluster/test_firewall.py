@@ -145,7 +145,8 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
         rules |= {("Anywhere", f"{address(h)}/tcp") for h in spark}
         ui = []
         if host in hosts_of("spark_master"):
-            ui += [str(variables(host).get("spark_master_webui_port", 8080)), "4040"]
+            # The master's UI, and the UIs (REST APIs) of the consumer job's two drivers.
+            ui += [str(variables(host).get("spark_master_webui_port", 8080)), "4040", "4041"]
         if host in hosts_of("spark_worker"):
             ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
         rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}

@@ -5,41 +5,23 @@ nothing on a re-run or in check mode."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Cluster
-from inventory_hosts import group, inventory_path, runner
+from inventory_hosts import group, run_playbook, runner
 from kafka.admin import ConfigResource, KafkaAdminClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_topics(topics: list[dict[str, Any]] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory_path(), "playbooks/topics.yml"]
-    if topics is not None:
-        cmd += ["-e", json.dumps({"kafka_topics": topics})]
-    if check:
-        cmd += ["--check", "--diff"]
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
-        # molecule forces colour for its own runs; these outputs are parsed, so no escape codes.
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_NOCOLOR": "1",
-        "PY_COLORS": "0",
-    }
-    # Failures may be reported on stderr (molecule's config sets display_failed_stderr): read both as one.
-    return subprocess.run(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600
-    )
+    args = ["-e", json.dumps({"kafka_topics": topics})] if topics is not None else []
+    return run_playbook("topics.yml", [*args, *(["--check", "--diff"] if check else [])], timeout=600)
 
 
 def recap_changed(output: str) -> int:

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from inventory_hosts import group, node
+from inventory_hosts import CHANGES_CLUSTER, group, node, skip_unless_disposable
 
 CONFIG = "/etc/spark-consumer/job.toml"
+SUBMIT_CONFS = "/etc/spark-consumer"
 VENV_PYTHON = "/opt/spark/venv/bin/python"
 SERVICE = "spark-consumer"
+REALTIME_SERVICE = "spark-consumer-realtime"
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,28 @@ class SparkNode:
     def restarts(self) -> int:
         return int(self.host.check_output(f"systemctl show {SERVICE} --property=NRestarts --value"))
 
+    def submit_conf(self, key: str, conf: str = "spark-submit.conf") -> str:
+        """A property of an application's spark-submit properties file, as the role rendered it."""
+        for line in self.host.file(f"{SUBMIT_CONFS}/{conf}").content_string.splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return value.strip()
+        raise KeyError(f"{key} not in {SUBMIT_CONFS}/{conf}")
+
+    def ui_port(self, conf: str) -> int:
+        return int(self.submit_conf("spark.ui.port", conf))
+
 
 @pytest.fixture(scope="session")
 def spark_node() -> SparkNode:
     name = group("spark_master")[0]
     host = node(name)
     return SparkNode(name, host, tomllib.loads(host.file(CONFIG).content_string))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", CHANGES_CLUSTER)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    skip_unless_disposable(item)

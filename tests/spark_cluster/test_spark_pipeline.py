@@ -11,51 +11,32 @@ each run's events carry their own run id, so earlier runs (or `make lab` demos) 
 from __future__ import annotations
 
 import json
-import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inventory_hosts import group, node
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
-from kafkalab.e2e import Record, compare, encode, produce_numbered
+from kafkalab.e2e import Record, produce_numbered
 
-from .conftest import SERVICE, SparkNode
+from .conftest import REALTIME_SERVICE, SERVICE, SparkNode
+from .pipeline import (
+    PacedProducer,
+    archive_report,
+    committed,
+    driver_executors,
+    master_state,
+    read_forwarded,
+    realtime_start,
+    wait_for,
+    worker_executors,
+)
 
 N_BEFORE_KILL = 12_000
 N_DURING_KILL = 12_000  # produced while the driver is killed and restarted
-
-
-def wait_for(what: str, check: Any, timeout: float, interval: float = 3.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def committed(spark_node: SparkNode, query: str, records: list[Record], fully: bool = True) -> bool:
-    """Whether the job's last committed batch of `query` (its status file) covers the records' offsets:
-    all of them (fully), or some of them. Cheap enough to poll, unlike reading the output through Spark."""
-    try:
-        end = spark_node.status()["queries"][query]["last_batch"]["end_offset"][spark_node.topic]
-    except (KeyError, ValueError):  # restarted and not reported yet, or the file is being replaced
-        return False
-    last: dict[int, int] = {}
-    first: dict[int, int] = {}
-    for r in records:
-        last[r.partition] = max(last.get(r.partition, -1), r.offset)
-        first[r.partition] = min(first.get(r.partition, r.offset), r.offset)
-    if fully:
-        return all(end.get(str(p), 0) > o for p, o in last.items())
-    return any(end.get(str(p), 0) > o for p, o in first.items())
 
 
 def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
@@ -70,13 +51,6 @@ def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
     assert sorted(a["name"] for a in state["activeapps"]) == expected
 
 
-def master_state(spark_node: SparkNode) -> dict[str, Any]:
-    """The Spark master's own view (its /json/ endpoint): workers, their cores in use, the running apps."""
-    master = spark_node.host.check_output("sed -n 's|^spark.master spark://||p' /etc/spark-consumer/spark-submit.conf")
-    with urllib.request.urlopen(f"http://{master.split(':')[0]}:8080/json/", timeout=10) as response:
-        return json.load(response)  # type: ignore[no-any-return]
-
-
 def test_every_spark_host_runs_a_worker() -> None:
     for name in group("spark_worker"):
         service = node(name).service("spark-worker")
@@ -84,18 +58,31 @@ def test_every_spark_host_runs_a_worker() -> None:
 
 
 def test_the_jobs_executors_run_on_every_worker(spark_node: SparkNode) -> None:
-    """Not assumed from the settings: each worker, found through the master's API, lists an executor of the
-    job's application among the processes it runs."""
+    """Not assumed from the settings: each worker, found through the master's API, lists an executor of each
+    of the job's applications among the processes it runs."""
     state = master_state(spark_node)
-    apps = [a for a in state["activeapps"] if a["name"] == spark_node.config["app_name"]]
-    assert len(apps) == 1, state["activeapps"]
     workers = [w for w in state["workers"] if w["state"] == "ALIVE"]
     assert len(workers) == len(group("spark_worker")), state["workers"]
-    for worker in workers:
-        with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=10) as response:
-            running = json.load(response)["executors"]
-        assert [e for e in running if e["appid"] == apps[0]["id"]], (worker["host"], running)
-        assert worker["coresused"] >= 1, worker
+    for app in state["activeapps"]:
+        for worker in workers:
+            running = worker_executors(worker)
+            assert [e for e in running if e["appid"] == app["id"]], (app["name"], worker["host"], running)
+
+
+def test_every_worker_ran_tasks_of_the_archive(spark_node: SparkNode) -> None:
+    """The driver's own account (its REST API): the archive's executors on each worker completed tasks, so
+    the work is really spread, not only the executors."""
+    workers = {w["host"] for w in master_state(spark_node)["workers"] if w["state"] == "ALIVE"}
+
+    def tasks_per_worker() -> dict[str, int]:
+        done: dict[str, int] = dict.fromkeys(workers, 0)
+        for executor in driver_executors(spark_node, spark_node.ui_port("spark-submit.conf")):
+            host = executor["hostPort"].rsplit(":", 1)[0]
+            done[host] = done.get(host, 0) + int(executor["completedTasks"])
+        return done
+
+    wait_for("tasks completed on every worker", lambda: min(tasks_per_worker().values()) > 0, 120, 3)
+    assert set(tasks_per_worker()) == workers
 
 
 def test_every_spark_host_sees_the_jobs_storage_as_one(spark_node: SparkNode) -> None:
@@ -112,27 +99,6 @@ def test_every_spark_host_sees_the_jobs_storage_as_one(spark_node: SparkNode) ->
         spark_node.host.check_output(f"rm -f {marker}")
 
 
-def produce_paced(bootstrap: str, topic: str, run_id: str, first_seq: int, count: int, chunks: int) -> list[Record]:
-    """Keep producing numbered events (acks=all, idempotent) in chunks, a little at a time."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
-    acked: list[Record] = []
-    try:
-        per_chunk = count // chunks
-        for chunk in range(chunks):
-            seqs = range(first_seq + chunk * per_chunk, first_seq + (chunk + 1) * per_chunk)
-            futures = [
-                (seq, producer.send(topic, key=f"key-{seq % 64}".encode(), value=encode(run_id, seq))) for seq in seqs
-            ]
-            producer.flush(timeout=120)
-            for seq, future in futures:
-                md = future.get(timeout=60)
-                acked.append(Record(md.partition, md.offset, f"key-{seq % 64}", seq))
-            time.sleep(3)
-    finally:
-        producer.close(timeout=30)
-    return acked
-
-
 @pytest.fixture(scope="module")
 def killed_run(spark_node: SparkNode) -> dict[str, Any]:
     """Produce numbered events, SIGKILL the driver while more are produced, let systemd restart it."""
@@ -140,18 +106,8 @@ def killed_run(spark_node: SparkNode) -> dict[str, Any]:
     assert not failed
     # Make sure the job is mid-stream: some of this run is committed, not all of it.
     wait_for("the job to commit part of the run", lambda: committed(spark_node, "records", acked, fully=False), 300, 1)
-    more: list[Record] = []
-    errors: list[BaseException] = []
-
-    def produce_more() -> None:
-        try:
-            more.extend(produce_paced(spark_node.bootstrap, spark_node.topic, run_id, N_BEFORE_KILL, N_DURING_KILL, 6))
-        except BaseException as exc:  # reported by the fixture, not lost in the thread
-            errors.append(exc)
-
     pid_before, restarts_before = spark_node.main_pid(), spark_node.restarts()
-    producer = threading.Thread(target=produce_more)
-    producer.start()
+    producer = PacedProducer(spark_node, run_id, N_BEFORE_KILL, N_DURING_KILL, 6)
     time.sleep(4)
     spark_node.host.check_output(f"kill -KILL {pid_before}")
     killed_at = time.time()
@@ -161,8 +117,7 @@ def killed_run(spark_node: SparkNode) -> dict[str, Any]:
         120,
         2,
     )
-    producer.join(timeout=300)
-    assert not errors, errors
+    more = producer.join()
     return {"run_id": run_id, "acked": acked, "more": more, "killed_at": killed_at, "pid_before": pid_before}
 
 
@@ -172,17 +127,13 @@ def test_every_event_lands_exactly_once_after_a_sigkill(spark_node: SparkNode, k
     total = len(acked)
     assert total >= 20_000
     wait_for(f"the job to commit all {total} events", lambda: committed(spark_node, "records", acked), 600, 5)
-    report = spark_node.audit("--run", run_id, "--records")
+    delivery, report = archive_report(spark_node, run_id, acked)
     rows = report["run"]["records"]
-    positions = {(t, p, o) for t, p, o, _, _ in rows}
     assert len(rows) == total, f"{len(rows)} rows for {total} acknowledged events"
-    assert len(positions) == total, "some (topic, partition, offset) was written twice"
+    assert len({(t, p, o) for t, p, o, _, _ in rows}) == total, "some (topic, partition, offset) was written twice"
     assert {t for t, _, _, _, _ in rows} == {spark_node.topic}
     assert report["rows"] == report["distinct_positions"], "duplicates in the whole output"
     # The values are the ones acknowledged: same key and sequence number at the same partition and offset.
-    # Parquet keeps no order, so rows are put in offset order before comparing.
-    consumed = sorted(Record(partition, offset, key, seq) for _, partition, offset, key, seq in rows)
-    delivery = compare(acked, consumed)
     assert delivery.ok and not delivery.unacked_extra, delivery.summary()
     assert len({p for _, p, _, _, _ in rows}) > 1, "the run should spread over several partitions"
 
@@ -235,35 +186,14 @@ def test_progress_is_visible_on_the_node(spark_node: SparkNode) -> None:
     assert int(lines or 0) > 0
 
 
-REALTIME_SERVICE = "spark-consumer-realtime"
 N_REALTIME = 3_000
 REALTIME_RESULTS = Path(__file__).resolve().parents[2] / ".cache" / "spark-realtime-results.json"
 
 
-def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
-        return dict(consumer.end_offsets(parts))
-    finally:
-        consumer.close()
-
-
-def read_from(bootstrap: str, start: dict[TopicPartition, int], done: Any, timeout: float) -> list[Any]:
-    """Every record after `start` until done(records) holds or the timeout passes."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    consumer.assign(list(start))
-    for tp, offset in start.items():
-        consumer.seek(tp, offset)
-    records: list[Any] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline and not done(records):
-            for batch in consumer.poll(timeout_ms=1000).values():
-                records.extend(batch)
-    finally:
-        consumer.close()
-    return records
+def percentiles(values: list[int]) -> dict[str, int | None]:
+    ordered = sorted(values)
+    at = lambda q: ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else None  # noqa: E731
+    return {"p50": at(0.5), "p95": at(0.95), "p99": at(0.99), "max": ordered[-1] if ordered else None}
 
 
 def test_the_realtime_path_forwards_every_acked_event_and_dead_letters_the_malformed(spark_node: SparkNode) -> None:
@@ -276,7 +206,7 @@ def test_the_realtime_path_forwards_every_acked_event_and_dead_letters_the_malfo
     assert service.is_running and service.is_enabled
     status = json.loads(spark_node.host.file(rt["status"]).content_string)
     assert "started_at" in status["queries"]["realtime"], status
-    start = end_offsets(spark_node.bootstrap, [rt["output_topic"], rt["dead_letter_topic"]])
+    start = realtime_start(spark_node)
     _run_id, acked, failed = produce_numbered(spark_node.bootstrap, spark_node.topic, N_REALTIME)
     assert not failed
     tag = uuid.uuid4().hex[:8]
@@ -286,49 +216,20 @@ def test_the_realtime_path_forwards_every_acked_event_and_dead_letters_the_malfo
     bad_positions = {(f.get(30).partition, f.get(30).offset) for f in bad}
     producer.close()
     wanted = {(r.partition, r.offset) for r in acked}
-
-    def forwarded(records: list[Any]) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], str]]:
-        good: dict[tuple[int, int], int] = {}
-        dead: dict[tuple[int, int], str] = {}
-        for record in records:
-            doc = json.loads(record.value)
-            if doc["source_topic"] != spark_node.topic:
-                continue
-            position = (doc["partition"], doc["offset"])
-            if record.topic == rt["output_topic"] and position in wanted:
-                good[position] = good.get(position, 0) + 1
-            elif record.topic == rt["dead_letter_topic"] and position in bad_positions:
-                dead[position] = doc["reason"]
-        return good, dead
-
-    def complete(records: list[Any]) -> bool:
-        good, dead = forwarded(records)
-        return len(good) == len(wanted) and len(dead) == len(bad_positions)
-
-    records = read_from(spark_node.bootstrap, start, complete, 180)
-    good, dead = forwarded(records)
-    latencies = sorted(
-        r.timestamp - json.loads(r.value)["kafka_timestamp_ms"]
-        for r in records
-        if r.topic == rt["output_topic"] and (json.loads(r.value)["partition"], json.loads(r.value)["offset"]) in wanted
-    )
+    found = read_forwarded(spark_node, start, wanted, bad_positions)
     results = {
         "mode": rt["mode"],
         "batch_duration": rt["batch_duration"],
         "acked": len(wanted),
-        "forwarded": len(good),
-        "duplicated": sum(n - 1 for n in good.values()),
-        "dead_lettered": len(dead),
-        "latency_ms": {
-            "p50": latencies[len(latencies) // 2] if latencies else None,
-            "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] if latencies else None,
-            "max": latencies[-1] if latencies else None,
-        },
+        "forwarded": len(found.good),
+        "duplicated": sum(n - 1 for n in found.good.values()),
+        "dead_lettered": len(found.dead),
+        "latency_ms": percentiles(found.latencies_ms),
     }
     REALTIME_RESULTS.parent.mkdir(parents=True, exist_ok=True)
     REALTIME_RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results))
-    assert sorted(wanted - set(good)) == [], "acknowledged events the low-latency path never forwarded"
-    assert set(dead.values()) == {"value looks like JSON but is not a valid JSON object"}, dead
-    assert len(dead) == len(bad_positions)
+    assert sorted(wanted - set(found.good)) == [], "acknowledged events the low-latency path never forwarded"
+    assert set(found.dead.values()) == {"value looks like JSON but is not a valid JSON object"}, found.dead
+    assert len(found.dead) == len(bad_positions)
     assert service.is_running, "a malformed record must not crash the low-latency path"

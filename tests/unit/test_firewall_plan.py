@@ -108,6 +108,7 @@ def test_kraft_cluster_rules_open_each_port_to_exactly_who_needs_it(tmp_path: Pa
         (MONITORING, "8080", "tcp"),
         (MONITORING, "8081", "tcp"),
         (MONITORING, "4040", "tcp"),
+        (MONITORING, "4041", "tcp"),
     }
 
 

@@ -23,6 +23,7 @@ from ansible_collections.kafkalab.common.plugins.module_utils.variables import (
 from firewall_plan import firewall_plan
 from kafka_cluster import kafka_cluster_model
 from kafka_topics_plan import check as topics_check
+from spark_consumer_sizing import spark_consumer_sizing
 from spark_model import spark_cluster_model
 from zookeeper_ensemble import zookeeper_ensemble_model
 
@@ -91,10 +92,23 @@ def ensemble(hv: HostVars | None = None, s: dict[str, Any] | None = None, server
     return zookeeper_ensemble_model(hv, servers, {**ZK, **(s or {})})["problems"]
 
 
-def spark(masters: list[str], workers: list[str], shared_path: str = "/srv/spark-shared") -> list[str]:
-    """The Spark cluster model's problems."""
+def spark(
+    masters: list[str],
+    workers: list[str],
+    shared_path: str = "/srv/spark-shared",
+    resources: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
+    """The Spark cluster model's problems (resources: spark_worker_cores and spark_worker_memory per worker)."""
     hv = {"spark1": {"ansible_host": "192.0.2.21"}, "spark2": {"ansible_host": "192.0.2.22"}}
-    return spark_cluster_model(hv, masters, workers, {"master_port": 7077, "shared_path": shared_path})["problems"]
+    settings = {"master_port": 7077, "shared_path": shared_path, "worker_resources": resources or {}}
+    return spark_cluster_model(hv, masters, workers, settings)["problems"]
+
+
+def sizing(cores: int, memory_mb: int, partitions: int = 6, mode: str = "realtime") -> list[str]:
+    """The consumer job's sizing problems on two workers of that size."""
+    workers = {h: {"cores": cores, "memory_mb": memory_mb} for h in ("spark1", "spark2")}
+    settings = {"input_partitions": partitions, "realtime": True, "realtime_mode": mode}
+    return spark_consumer_sizing(workers, settings)["problems"]
 
 
 FW = {
@@ -655,6 +669,34 @@ CASES = [
             "spark_shared_storage_path 'srv/shared' is not an absolute path: give the mount point every Spark host shares, e.g. /srv/spark-shared.",
         ],
         id="spark-shared-storage-relative",
+    ),
+    pytest.param(
+        lambda: spark(["spark1"], ["spark1", "spark2"], resources={"spark1": {"cores": 0, "memory": "4g"}}),
+        [
+            "spark1: spark_worker_cores is 0: give the number of cores the worker offers to executors, a whole number of at least 1 (e.g. spark_worker_cores: 8).",
+        ],
+        id="spark-worker-without-cores",
+    ),
+    pytest.param(
+        lambda: spark(["spark1"], ["spark1", "spark2"], resources={"spark2": {"cores": 8, "memory": "4 gigs"}}),
+        [
+            "spark2: spark_worker_memory is '4 gigs': give the memory the worker offers to executors as a Spark size of at least 512m (e.g. spark_worker_memory: 24g).",
+        ],
+        id="spark-worker-memory-malformed",
+    ),
+    pytest.param(
+        lambda: sizing(cores=3, memory_mb=4096),
+        [
+            "the Spark workers offer 6 cores in all (spark_worker_cores: spark1: 3, spark2: 3) but the consumer job needs at least 8: 6 for the low-latency path in Real-time Mode (one per input partition) and one per worker for the archive (2). Raise spark_worker_cores to 4 on every worker, lower spark_consumer_topic_partitions, or set spark_consumer_realtime_mode: microbatch.",
+        ],
+        id="spark-workers-too-few-cores-for-real-time-mode",
+    ),
+    pytest.param(
+        lambda: sizing(cores=8, memory_mb=768),
+        [
+            "the smallest Spark worker offers 768 MiB (spark_worker_memory) but the consumer job's executors need at least 512 MiB each on it (1 archive and 3 low-latency cores per worker). Raise spark_worker_memory to at least 2g on every worker.",
+        ],
+        id="spark-workers-too-little-memory",
     ),
     # --- firewall
     pytest.param(

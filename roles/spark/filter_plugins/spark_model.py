@@ -7,6 +7,7 @@ spark role's hosts and the spark_consumer role read it there. Pure functions ove
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,11 +17,14 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import S
 def spark_cluster_model(
     hostvars: Mapping[str, Any], masters: Iterable[str], workers: Iterable[str], settings: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_port, shared_path.
+    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_ports, shared_path, and
+    worker_resources ({host: {"cores": spark_worker_cores, "memory": spark_worker_memory}} of each worker).
 
     Returns {"master": host or "", "master_address": str, "master_url": str, "addresses": {host: str},
-    "shared_path": str, "firewall_services": [service], "problems": [str]}; the master is the first host of the
-    master group. shared_path is spark_shared_storage_path: a directory every Spark host sees at the same path.
+    "workers": {host: {"cores": int, "memory_mb": int}}, "shared_path": str, "firewall_services": [service],
+    "problems": [str]}; the master is the first host of the master group. shared_path is
+    spark_shared_storage_path: a directory every Spark host sees at the same path. workers is what each worker
+    offers to executors, for the jobs to size themselves from (spark_consumer).
     """
     masters, workers = list(masters), list(workers)
     members = list(dict.fromkeys([*masters, *workers]))
@@ -57,8 +61,12 @@ def spark_cluster_model(
             f"spark_shared_storage_path {shared_path!r} is not an absolute path: give the mount point every Spark "
             "host shares, e.g. /srv/spark-shared."
         )
+    resources, resource_problems = worker_resources(workers, settings.get("worker_resources") or {})
+    problems.extend(resource_problems)
     return {
         "problems": problems,
+        "workers": resources,
+        "driver_ui_ports": [int(port) for port in settings.get("driver_ui_ports") or []],
         "shared_path": shared_path,
         "master": master,
         "master_address": master_address,
@@ -66,6 +74,47 @@ def spark_cluster_model(
         "addresses": addresses,
         "firewall_services": spark_firewall_services(masters[:1], workers, settings),
     }
+
+
+# Spark's memory strings (--memory, spark.executor.memory): a number and a unit; no unit means MiB.
+_MEMORY_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_MIB_PER_UNIT = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def memory_mb(text: Any) -> int | None:
+    """MiB of a Spark memory string ("2g", "768m", "1024"), or None when it is not one."""
+    match = _MEMORY_RE.match(str(text))
+    if match is None:
+        return None
+    return int(int(match.group(1)) * _MIB_PER_UNIT[match.group(2).lower()])
+
+
+def worker_resources(
+    workers: Iterable[str], declared: Mapping[str, Mapping[str, Any]]
+) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """What each worker offers to executors, as numbers, and a problem for each value that cannot be one.
+    A worker the settings say nothing of is left out (the role always declares every worker)."""
+    resources: dict[str, dict[str, int]] = {}
+    problems = []
+    for host in workers:
+        if host not in declared:
+            continue
+        values = declared[host] or {}
+        cores, memory = values.get("cores"), memory_mb(values.get("memory"))
+        if isinstance(cores, bool) or not str(cores).isdigit() or int(str(cores)) < 1:
+            problems.append(
+                f"{host}: spark_worker_cores is {cores!r}: give the number of cores the worker offers to executors, "
+                "a whole number of at least 1 (e.g. spark_worker_cores: 8)."
+            )
+            continue
+        if memory is None or memory < 512:
+            problems.append(
+                f"{host}: spark_worker_memory is {values.get('memory')!r}: give the memory the worker offers to "
+                "executors as a Spark size of at least 512m (e.g. spark_worker_memory: 24g)."
+            )
+            continue
+        resources[host] = {"cores": int(str(cores)), "memory_mb": memory}
+    return resources, problems
 
 
 def spark_firewall_services(
@@ -82,9 +131,10 @@ def spark_firewall_services(
     ui = [
         ("spark master ui", masters, settings.get("master_webui_port")),
         ("spark worker ui", workers, settings.get("worker_webui_port")),
-        # The consumer job's driver runs on the master host.
-        ("spark job ui", masters[:1], settings.get("driver_ui_port")),
     ]
+    # The consumer job's drivers (the archive and the low-latency path) run on the master host, each with
+    # its own UI port.
+    ui += [("spark job ui", masters[:1], port) for port in settings.get("driver_ui_ports") or []]
     for name, hosts, port in ui:
         if hosts and port:
             services.append({"name": name, "hosts": hosts, "port": port, "from_networks": ["monitoring"]})

@@ -39,6 +39,9 @@ class JobConfig:
     checkpoint_path: str
     status_path: str
     kafka_options: Mapping[str, str] = field(default_factory=dict)
+    # Spark tasks to split the input partitions into when there are fewer of them than the archive's cores
+    # (the Kafka source's minPartitions); 0: one task per Kafka partition.
+    min_partitions: int = 0
 
     def checkpoint_for(self, query: str) -> str:
         """Each streaming query keeps its own checkpoint under the job's checkpoint path."""
@@ -74,6 +77,11 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
     max_offsets = int(_get(data, "kafka.max_offsets_per_trigger", int))
     if max_offsets < 0:
         raise ConfigError(f"kafka.max_offsets_per_trigger must be >= 0 (0: no limit), got {max_offsets}")
+    min_partitions = data.get("kafka", {}).get("min_partitions", 0)
+    if isinstance(min_partitions, bool) or not isinstance(min_partitions, int) or min_partitions < 0:
+        raise ConfigError(
+            f"kafka.min_partitions must be an integer >= 0 (0: one task per partition), got {min_partitions!r}"
+        )
     options = data.get("kafka", {}).get("options", {})
     if not isinstance(options, Mapping):
         raise ConfigError("kafka.options must be a table of consumer properties")
@@ -97,6 +105,7 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
         checkpoint_path=paths["checkpoint"],
         status_path=str(_get(data, "paths.status", str)),
         kafka_options={str(k): str(v) for k, v in options.items()},
+        min_partitions=min_partitions,
     )
 
 

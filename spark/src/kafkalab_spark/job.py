@@ -11,6 +11,11 @@ not with a plain Parquet reader, which would also see the files of an interrupte
 
 Run by spark-submit (the spark_consumer role's systemd unit): the master URL, jars and memory come from
 spark-submit's properties file; everything about the data comes from the TOML config (--config).
+
+Stopping: the unit's ExecStop creates the --stop-file and waits for the job to exit. The job then stops each
+query between two batches, so the next start resumes right after the last committed batch instead of running
+a cut-off one again (which would be safe too, only slower). A query that ends on its own (an error) ends the
+job with status 1, and systemd starts it again from the checkpoints.
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
@@ -32,6 +41,9 @@ from kafkalab_spark.transforms import good_records, parse_records, quarantined, 
 
 LOG = logging.getLogger("kafkalab_spark")
 QUERIES = ("records", "quarantine", "metrics")
+# How long a stop waits, by default, for the running batches to commit before cutting them off (the role
+# passes --stop-wait, a little less than the unit's TimeoutStopSec, so the job exits by itself).
+STOP_WAIT_S = 60.0
 T = TypeVar("T")
 
 
@@ -48,6 +60,8 @@ def read_kafka(spark: SparkSession, cfg: job_config.JobConfig, max_offsets_per_t
     )
     if limit:
         reader = reader.option("maxOffsetsPerTrigger", str(limit))
+    if cfg.min_partitions and max_offsets_per_trigger is None:
+        reader = reader.option("minPartitions", str(cfg.min_partitions))
     for key, value in sorted(cfg.kafka_options.items()):
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()
@@ -105,18 +119,21 @@ class ProgressListener(StreamingQueryListener):
 
 
 def resume_point(query: str, checkpoint: str, starting_offsets: str) -> dict[str, Any]:
-    """Where a query resumes: the checkpointed batch and offsets, or the startingOffsets it uses without one."""
+    """Where a query resumes: the checkpointed batch and offsets, or the startingOffsets it uses without one;
+    rerun_batch is the batch cut off before its commit that the query runs again (None after a clean stop)."""
     state = read_checkpoint(checkpoint)
     if state is None:
         LOG.info("query %s: no checkpoint yet, starting from startingOffsets=%s", query, starting_offsets)
         return {"checkpoint": None, "starting_offsets": starting_offsets}
+    rerun = state.planned_batch_id if state.planned_batch_id > state.batch_id else None
     LOG.info(
-        "query %s: resuming from checkpoint batch %d, offsets %s",
+        "query %s: resuming from checkpoint batch %d, offsets %s%s",
         query,
         state.batch_id,
         json.dumps(state.offsets, sort_keys=True),
+        f"; batch {rerun} was cut off before its commit and runs again" if rerun is not None else "",
     )
-    return {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets}}
+    return {"checkpoint": {"batch_id": state.batch_id, "offsets": state.offsets, "rerun_batch": rerun}}
 
 
 def started_from(cfg: job_config.JobConfig) -> dict[str, Any]:
@@ -124,33 +141,90 @@ def started_from(cfg: job_config.JobConfig) -> dict[str, Any]:
     return {name: resume_point(name, cfg.checkpoint_for(name), cfg.starting_offsets) for name in QUERIES}
 
 
+@dataclass(frozen=True)
+class Startup(Generic[T]):
+    """What an application starts with: its validated settings, and the file whose appearance asks it to stop."""
+
+    settings: T
+    stop_file: Path | None
+    stop_wait_s: float = STOP_WAIT_S
+
+
 def settings_from_command_line(
     argv: Sequence[str] | None, prog: str, description: str, parse: Callable[[dict[str, Any]], T]
-) -> T | None:
-    """The application's start: --config names the TOML settings, parse validates them; logging goes to
-    stderr (the journal). None, with the reason logged, when the settings cannot be read or are invalid."""
+) -> Startup[T] | None:
+    """The application's start: --config names the TOML settings, parse validates them, --stop-file is the
+    stop request the unit's ExecStop creates; logging goes to stderr (the journal). None, with the reason
+    logged, when the settings cannot be read or are invalid."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", required=True, help="the job's TOML settings")
+    parser.add_argument("--stop-file", type=Path, help="stop (between batches) once this file exists")
+    parser.add_argument(
+        "--stop-wait", type=float, default=STOP_WAIT_S, help="seconds a stop waits for running batches to commit"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    LOG.info("%s %s starting", prog, job_version())
     try:
-        return parse(job_config.read_document(args.config))
+        return Startup(parse(job_config.read_document(args.config)), args.stop_file, args.stop_wait)
     except (OSError, job_config.ConfigError) as exc:
         LOG.error("cannot start: %s", exc)
         return None
 
 
+def job_version() -> str:
+    """The installed build's version (the wheel's), shown in the log and the status file."""
+    try:
+        return metadata.version("kafkalab-spark")
+    except metadata.PackageNotFoundError:  # run from a source tree (the unit tests)
+        return "unknown"
+
+
+def stop_between_batches(query: StreamingQuery, status: StatusFile, deadline: float, poll_s: float = 0.2) -> None:
+    """Stop a query once no trigger is running (its last batch committed), or at the deadline (time.monotonic())
+    regardless: a batch cut off then runs again on the next start, with the same offsets, so stopping is
+    always safe."""
+    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    between = not query.status.get("isTriggerActive")
+    progress: dict[str, Any] = query.lastProgress or {}  # a StreamingQueryProgress is a dict
+    last = progress.get("batchId")
+    query.stop()
+    status.stopping(query.name or str(query.id), last, between)
+    LOG.info(
+        "query %s stopped %s (last batch run: %s)",
+        query.name,
+        "between batches" if between else "in the middle of a batch, which the next start runs again",
+        last,
+    )
+
+
+def run_until_stopped(
+    spark: SparkSession, queries: Sequence[StreamingQuery], status: StatusFile, stop_file: Path | None, wait_s: float
+) -> int:
+    """Wait for the first of: a query ending (only an error ends one: status 1, and systemd starts the job
+    again from its checkpoints), or the stop file (each query stopped as stop_between_batches says: status 0)."""
+    while not spark.streams.awaitAnyTermination(1):
+        if stop_file is not None and stop_file.exists():
+            LOG.info("stop requested (%s): stopping each query between batches, within %.0f s", stop_file, wait_s)
+            deadline = time.monotonic() + wait_s
+            for query in queries:
+                stop_between_batches(query, status, deadline)
+            return 0
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    cfg = settings_from_command_line(argv, "kafkalab_spark.job", __doc__.split("\n\n")[0], job_config.parse)
-    if cfg is None:
+    startup = settings_from_command_line(argv, "kafkalab_spark.job", __doc__.split("\n\n")[0], job_config.parse)
+    if startup is None:
         return 2
-    status = StatusFile(cfg.status_path, started_from(cfg))
+    cfg = startup.settings
+    status = StatusFile(cfg.status_path, started_from(cfg), job_version())
     spark = SparkSession.builder.appName(cfg.app_name).getOrCreate()
     spark.streams.addListener(ProgressListener(status))
-    start_queries(spark, cfg)
-    # Any query ending (it only ends on an error) ends the job: systemd restarts it from the checkpoints.
-    spark.streams.awaitAnyTermination()
-    return 1
+    queries = start_queries(spark, cfg)
+    # A batch holds at most max_offsets_per_trigger records: long enough to finish the one running.
+    return run_until_stopped(spark, queries, status, startup.stop_file, startup.stop_wait_s)
 
 
 if __name__ == "__main__":

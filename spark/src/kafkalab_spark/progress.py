@@ -27,6 +27,9 @@ class CheckpointState:
 
     batch_id: int
     offsets: Offsets
+    # The last batch planned (offsets/<n>): above batch_id when a batch was cut off before its commit, and
+    # the restarted query runs it again with the same offsets.
+    planned_batch_id: int = -1
 
 
 def _batch_ids(directory: Path) -> list[int]:
@@ -53,7 +56,8 @@ def read_checkpoint(checkpoint: str | Path) -> CheckpointState | None:
         if line.strip().startswith("{"):
             for topic, partitions in json.loads(line).items():
                 offsets.setdefault(topic, {}).update({str(p): int(o) for p, o in partitions.items()})
-    return CheckpointState(batch, offsets)
+    planned = _batch_ids(root / "offsets")
+    return CheckpointState(batch, offsets, planned[-1] if planned else batch)
 
 
 def _offsets(value: Any) -> Offsets:
@@ -108,11 +112,12 @@ def progress_line(query: str, summary: Mapping[str, Any]) -> str:
 class StatusFile:
     """The job's status, kept in memory and rewritten atomically (write to a temp file, rename)."""
 
-    def __init__(self, path: str | Path, started_from: Mapping[str, Any]) -> None:
+    def __init__(self, path: str | Path, started_from: Mapping[str, Any], version: str = "unknown") -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._doc: dict[str, Any] = {
             "pid": os.getpid(),
+            "version": version,
             "started_at": time.time(),
             "started_from": dict(started_from),
             "queries": {},
@@ -148,6 +153,14 @@ class StatusFile:
                 return
             entry["idle_since"] = timestamp
             self._doc["updated_at"] = time.time()
+            self._write()
+
+    def stopping(self, query: str, last_batch: int | None, between_batches: bool) -> None:
+        """A stop was asked for (the unit's ExecStop): the query stopped after last_batch, between batches
+        (nothing of it will run again) or, when between_batches is false, cut off in one."""
+        with self._lock:
+            entry = self._doc["queries"].setdefault(query, {"rows_since_start": 0, "first_batch": None})
+            entry["stopped"] = {"at": time.time(), "after_batch": last_batch, "between_batches": between_batches}
             self._write()
 
     def terminated(self, query: str, error: str | None) -> None:

@@ -10,8 +10,8 @@ checkpointed. The application must hold a core per input partition for as long a
 apart from the archive job, which would otherwise starve it. realtime.mode microbatch runs the same query
 in 1-second micro-batches: the fallback where Real-time Mode cannot run.
 
-Delivery to the output topics is at least once (Spark's Kafka sink is, in either mode): after a crash the
-records of the unfinished batch are written again. Consumers key on (source_topic, partition, offset).
+Delivery to the output topics is at least once (Spark's Kafka sink is, in either mode): after a crash or a
+stop the records of the unfinished batch are written again. Consumers key on (source_topic, partition, offset).
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from kafkalab_spark import config as job_config
-from kafkalab_spark.job import ProgressListener, read_kafka, resume_point, settings_from_command_line
+from kafkalab_spark.job import (
+    ProgressListener,
+    job_version,
+    read_kafka,
+    resume_point,
+    run_until_stopped,
+    settings_from_command_line,
+)
 from kafkalab_spark.progress import StatusFile
 from kafkalab_spark.transforms import parse_records, realtime_routed
 
@@ -64,14 +71,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if settings is None:
         return 2
-    cfg, rt = settings
+    cfg, rt = settings.settings
     started_from = resume_point(QUERY, rt.checkpoint_path, cfg.starting_offsets)
-    status = StatusFile(rt.status_path, {QUERY: {**started_from, "mode": rt.mode}})
+    status = StatusFile(rt.status_path, {QUERY: {**started_from, "mode": rt.mode}}, job_version())
     spark = SparkSession.builder.appName(f"{cfg.app_name}-realtime").getOrCreate()
     spark.streams.addListener(ProgressListener(status))
-    start_query(spark, cfg, rt)
-    spark.streams.awaitAnyTermination()
-    return 1
+    query = start_query(spark, cfg, rt)
+    # A Real-time Mode batch lasts batch_duration (minutes): a stop does not wait for it. The records of the
+    # cut-off batch are forwarded again on the next start (the path is at least once either way).
+    return int(run_until_stopped(spark, [query], status, settings.stop_file, 0.0))
 
 
 if __name__ == "__main__":
