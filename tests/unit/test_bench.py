@@ -451,6 +451,35 @@ def sample_doc() -> dict[str, Any]:
                 },
             ],
         },
+        "spark": {
+            "settings": {
+                "trigger_interval": "1 second",
+                "max_offsets_per_trigger": 100000,
+                "partitions": 6,
+                "replication_factor": 3,
+                "cores_max": "2",
+                "executor_memory": "768m",
+                "realtime": {"mode": "realtime", "batch_duration": "30 seconds"},
+            },
+            "backlog": {"records": 60000, "rows_per_s": 21000.0, "batches": 1, "busy_s": 2.9, "of_raw_consumer": 0.5},
+            "steady": {
+                "rate_per_s": 500,
+                "seconds": 60,
+                "records": 30000,
+                "rows_per_s": 9000.0,
+                "latency_ms": {"p50": 1200.0, "p95": 2100.0, "p99": 2600.0},
+                "latency_samples_ms": [1000.0, 1200.0, 2600.0],
+                "latency_over_time": [[0.0, 1000.0], [1.0, 1200.0], [2.0, 2600.0]],
+            },
+            "realtime": {
+                "records": 30000,
+                "never_forwarded": 0,
+                "forwarded_more_than_once": 0,
+                "latency_ms": {"p50": 150.0, "p95": 300.0, "p99": 420.0},
+                "latency_over_time": [[0.0, 150.0], [1.0, 420.0]],
+            },
+            "raw_consumer": {"records": 90000, "records_per_s": 42000.0, "mib_per_s": 5.0},
+        },
     }
 
 
@@ -465,6 +494,76 @@ def test_table_shows_settings_machine_and_each_figure() -> None:
     assert "RF 3, 3 partitions, min.insync.replicas 2" in table
     java = next(line for line in table.splitlines() if line.strip().startswith("kafka-java      100  all"))
     assert java.split()[4:] == ["40,000", "3.81", "2", "7", "9", "5.0%", "0.6%"]
+
+
+def test_table_shows_both_spark_paths_latencies_and_the_share_of_the_raw_consumer() -> None:
+    table = report.render_table(sample_doc())
+    assert "21,000 processed rows/s (1 batches, 2.9 s busy; 50.0% of the raw consumer)" in table
+    assert "produce-to-Parquet p50 1,200 ms, p95 2,100 ms, p99 2,600 ms" in table
+    assert "low-latency path (realtime), same stream: produce-to-output p50 150 ms, p95 300 ms, p99 420 ms" in table
+
+
+def test_the_low_latency_paths_latency_counts_the_first_copy_of_each_record() -> None:
+    sent = [(0, 10, 100.0), (0, 11, 100.5), (1, 3, 101.0)]
+    forwarded = [(0, 10, 100_250), (0, 10, 100_900), (1, 3, 101_100), (5, 5, 99_000)]
+    pairs, missing, duplicated = spark_progress.realtime_latencies(sent, forwarded)
+    assert pairs == [(100.0, 250.0), (101.0, 100.0)]
+    assert (missing, duplicated) == (1, 1)
+
+
+def test_latency_over_time_is_relative_sorted_and_thinned() -> None:
+    pairs = [(10.0 + i, float(i)) for i in range(10)][::-1]
+    assert spark_progress.latency_series(pairs, 10.0, points=5) == [
+        [0.0, 0.0],
+        [2.0, 2.0],
+        [4.0, 4.0],
+        [6.0, 6.0],
+        [8.0, 8.0],
+    ]
+
+
+def test_a_bench_run_is_stopped_by_systemd_not_by_the_services_stop_file() -> None:
+    argv = [
+        "spark-submit",
+        "main.py",
+        "--config",
+        "/c",
+        "--stop-file",
+        "/run/spark-consumer/stop",
+        "--stop-wait",
+        "105",
+    ]
+    assert parsing.without_option(argv, "--stop-file") == [
+        "spark-submit",
+        "main.py",
+        "--config",
+        "/c",
+        "--stop-wait",
+        "105",
+    ]
+
+
+def test_the_bench_low_latency_path_writes_to_its_own_topics_and_checkpoint() -> None:
+    original = tomllib.loads(JOB_TOML) | {
+        "realtime": {
+            "mode": "realtime",
+            "batch_duration": "30 seconds",
+            "output_topic": "events-realtime",
+            "dead_letter_topic": "events-dead-letter",
+            "checkpoint": "/var/lib/spark-consumer/checkpoints/realtime",
+            "status": "/var/lib/spark-consumer/realtime-status.json",
+        }
+    }
+    config = spark_job.bench_job_config(original, "kafkalab-bench-x", "/b/x", "bench")
+    assert config["realtime"] == {
+        "mode": "realtime",
+        "batch_duration": "30 seconds",
+        "output_topic": "kafkalab-bench-x-realtime",
+        "dead_letter_topic": "kafkalab-bench-x-dead-letter",
+        "checkpoint": "/b/x/checkpoints-realtime",
+        "status": "/b/x/realtime-status.json",
+    }
+    assert original["realtime"]["output_topic"] == "events-realtime"
 
 
 def test_table_names_the_measurements_not_taken() -> None:
@@ -484,7 +583,7 @@ def test_errors_are_found_anywhere_in_the_document() -> None:
 
 def test_plots_are_written_for_the_sections_measured(tmp_path: Path) -> None:
     written = plots.write_plots(sample_doc(), tmp_path)
-    assert [p.name for p in written] == ["provisioning.png", "kafka.png"]
+    assert [p.name for p in written] == ["provisioning.png", "kafka.png", "spark.png", "spark-latency.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
 
 

@@ -138,6 +138,15 @@ def with_config(argv: Sequence[str], config: str) -> list[str]:
     return out
 
 
+def without_option(argv: Sequence[str], option: str) -> list[str]:
+    """The same command without `option VALUE` (the unit's --stop-file: a bench run is stopped by systemd)."""
+    out = list(argv)
+    while option in out[:-1]:
+        at = out.index(option)
+        del out[at : at + 2]
+    return out
+
+
 def meminfo_total_bytes(meminfo: str) -> int:
     m = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.MULTILINE)
     if not m:

@@ -154,18 +154,32 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 spark.get("raw_consumer") or {},
             )
             lat = steady.get("latency_ms") or {}
+            realtime = spark.get("realtime") or {}
+            rt_lat = realtime.get("latency_ms") or {}
             out += [
                 f"  settings: trigger {s.get('trigger_interval')}, max {s.get('max_offsets_per_trigger')} offsets "
                 f"per trigger, {s.get('partitions')} partitions, cores.max {s.get('cores_max')}, "
                 f"executor {s.get('executor_memory')}",
                 f"  backlog of {num(backlog.get('records'))} drained: {num(backlog.get('rows_per_s'))} "
-                f"processed rows/s ({backlog.get('batches')} batches, {num(backlog.get('busy_s'), 1)} s busy)",
+                f"processed rows/s ({backlog.get('batches')} batches, {num(backlog.get('busy_s'), 1)} s busy; "
+                f"{_pct(backlog.get('of_raw_consumer'))} of the raw consumer)",
                 f"  steady {num(steady.get('rate_per_s'))} records/s for {steady.get('seconds')} s: "
-                f"produce-to-Parquet p50 {num(lat.get('p50'))} ms, p99 {num(lat.get('p99'))} ms "
-                f"({num(steady.get('records'))} records, {num(steady.get('rows_per_s'))} processed rows/s busy)",
-                f"  raw kafka-python consumer, same topic: {num(raw.get('records_per_s'))} records/s "
-                f"({num(raw.get('records'))} records, {num(raw.get('mib_per_s'), 2)} MiB/s)",
+                f"produce-to-Parquet p50 {num(lat.get('p50'))} ms, p95 {num(lat.get('p95'))} ms, "
+                f"p99 {num(lat.get('p99'))} ms ({num(steady.get('records'))} records, "
+                f"{num(steady.get('rows_per_s'))} processed rows/s busy)",
             ]
+            if realtime:
+                out.append(
+                    f"  low-latency path ({(s.get('realtime') or {}).get('mode')}), same stream: produce-to-output "
+                    f"p50 {num(rt_lat.get('p50'))} ms, p95 {num(rt_lat.get('p95'))} ms, "
+                    f"p99 {num(rt_lat.get('p99'))} ms "
+                    f"({realtime.get('never_forwarded')} never forwarded, {realtime.get('forwarded_more_than_once')} "
+                    "more than once)"
+                )
+            out.append(
+                f"  raw kafka-python consumer, same topic: {num(raw.get('records_per_s'))} records/s "
+                f"({num(raw.get('records'))} records, {num(raw.get('mib_per_s'), 2)} MiB/s)"
+            )
     for section in ("kafka", "spark"):
         if (doc.get(section) or {}).get("cleanup_error"):
             out.append(f"cleanup after {section} incomplete: {doc[section]['cleanup_error']}")

@@ -22,6 +22,7 @@ SERVER_PROPERTIES = "/etc/kafka/server.properties"
 SPARK_JOB_CONFIG = "/etc/spark-consumer/job.toml"
 SPARK_SUBMIT_CONF = "/etc/spark-consumer/spark-submit.conf"
 SPARK_SERVICE = "spark-consumer"
+SPARK_REALTIME_SERVICE = "spark-consumer-realtime"
 # The bench run's own output and checkpoints go in a folder of this name beside the deployed job's data dir:
 # on storage every Spark host shares when the cluster has several (executors on each write there).
 SPARK_BENCH_DIR_NAME = "kafkalab-bench"

@@ -1,8 +1,10 @@
-"""The spark section: the deployed Spark job's code and settings run on a bench topic, its service paused meanwhile.
+"""The spark section: the deployed Spark job's code and settings run on a bench topic, its services paused meanwhile.
 
-It drains a backlog (processed rows/s), then reads a steady stream (produce-to-Parquet latency from the job's
-progress log), next to a plain kafka-python consumer reading the same topic. Everything it starts is stopped
-and removed again, and the service is restarted if it was running.
+The archive drains a backlog (processed rows/s), then both applications read a steady stream: produce-to-Parquet
+latency from the archive's progress log (the commit of the micro-batch holding each record), and, when the
+low-latency path is deployed, produce-to-output latency from its output topic (the first copy of each record).
+A plain kafka-python consumer reads the same topic for comparison. Everything it starts is stopped and removed
+again, and the services are restarted if they were running.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from kafkalab.bench.cluster import Cluster, delete_bench_topics
 from kafkalab.bench.measure import MeasurementError, say
-from kafkalab.bench.parsing import execstart_argv, parse_systemctl_show, with_config
+from kafkalab.bench.parsing import execstart_argv, parse_systemctl_show, with_config, without_option
 from kafkalab.bench.runner import Ansible
 from kafkalab.bench.settings import (
     BENCH_PREFIX,
@@ -32,10 +34,18 @@ from kafkalab.bench.settings import (
     REPLICATION,
     SPARK_BENCH_DIR_NAME,
     SPARK_JOB_CONFIG,
+    SPARK_REALTIME_SERVICE,
     SPARK_SERVICE,
     SPARK_SUBMIT_CONF,
 )
-from kafkalab.bench.spark_progress import e2e_latencies_ms, end_offsets_wanted, parse_progress, processed_rate
+from kafkalab.bench.spark_progress import (
+    commit_times,
+    end_offsets_wanted,
+    latency_series,
+    parse_progress,
+    processed_rate,
+    realtime_latencies,
+)
 from kafkalab.bench.stats import latency_summary
 from kafkalab.bench.toml_writer import to_toml
 from kafkalab.e2e import create_topic, encode, produce_numbered, read_rate
@@ -49,7 +59,8 @@ def bench_dir(config: Mapping[str, Any]) -> str:
 
 
 def bench_job_config(original: Mapping[str, Any], topic: str, data_dir: str, app_name: str) -> dict[str, Any]:
-    """The deployed job's settings, reading the bench topic and writing under data_dir."""
+    """The deployed job's settings, reading the bench topic and writing under data_dir (the low-latency path,
+    when deployed, to the bench topic's own output and dead-letter topics)."""
     doc = json.loads(json.dumps(original))  # a deep copy of plain data
     doc["app_name"] = app_name
     doc["kafka"]["topics"] = [topic]
@@ -61,6 +72,13 @@ def bench_job_config(original: Mapping[str, Any], topic: str, data_dir: str, app
         "checkpoint": f"{data_dir}/checkpoints",
         "status": f"{data_dir}/status.json",
     }
+    if "realtime" in doc:
+        doc["realtime"].update(
+            output_topic=f"{topic}-realtime",
+            dead_letter_topic=f"{topic}-dead-letter",
+            checkpoint=f"{data_dir}/checkpoints-realtime",
+            status=f"{data_dir}/realtime-status.json",
+        )
     return dict(doc)
 
 
@@ -121,31 +139,47 @@ def produce_at_rate(bootstrap: str, topic: str, rate: float, seconds: float) -> 
     return acked
 
 
+def read_forwarded(bootstrap: str, topic: str, wanted: int, timeout_s: float) -> list[tuple[int, int, int]]:
+    """(source partition, source offset, output timestamp ms) of every record in the low-latency path's output
+    topic, read from the beginning until `wanted` distinct positions arrived or the timeout passed."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        client_id="kafkalab-bench",
+    )
+    out: list[tuple[int, int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(seen) < wanted and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=1000).values():
+                for record in batch:
+                    doc = json.loads(record.value)
+                    out.append((int(doc["partition"]), int(doc["offset"]), int(record.timestamp)))
+                    seen.add((int(doc["partition"]), int(doc["offset"])))
+    finally:
+        consumer.close()
+    return out
+
+
+UNIT_PROPERTIES = ("ExecStart", "Environment", "User", "Group", "ActiveState", "LoadState")
+
+
 def spark_section(
     ansible: Ansible, cluster: Cluster, master: str, run: str, backlog_records: int, rate: float, seconds: float
 ) -> dict[str, Any]:
     config = tomllib.loads(ansible.run(master, ["cat", SPARK_JOB_CONFIG]).stdout)
     submit = parse_properties(ansible.run(master, ["cat", SPARK_SUBMIT_CONF]).stdout)
-    unit = parse_systemctl_show(
-        ansible.run(
-            master,
-            [
-                "systemctl",
-                "show",
-                SPARK_SERVICE,
-                "-p",
-                "ExecStart",
-                "-p",
-                "Environment",
-                "-p",
-                "User",
-                "-p",
-                "Group",
-                "-p",
-                "ActiveState",
-            ],
-        ).stdout
-    )
+
+    def unit_of(service: str) -> dict[str, str]:
+        args = ["systemctl", "show", service, *(a for p in UNIT_PROPERTIES for a in ("-p", p))]
+        return parse_systemctl_show(ansible.run(master, args).stdout)
+
+    units = {SPARK_SERVICE: unit_of(SPARK_SERVICE)}
+    if "realtime" in config:
+        units[SPARK_REALTIME_SERVICE] = unit_of(SPARK_REALTIME_SERVICE)
     job_topic = config["kafka"]["topics"][0]
     probe = KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-bench")
     try:
@@ -153,10 +187,14 @@ def spark_section(
     finally:
         probe.close()
     topic = f"{BENCH_PREFIX}{run}-spark"
-    bench_unit = f"kafkalab-bench-spark-{run}"
+    bench_units = {SPARK_SERVICE: f"kafkalab-bench-spark-{run}"}
+    if SPARK_REALTIME_SERVICE in units:
+        bench_units[SPARK_REALTIME_SERVICE] = f"kafkalab-bench-spark-{run}-realtime"
+    bench_unit = bench_units[SPARK_SERVICE]
     bench_root = bench_dir(config)
     data_dir = f"{bench_root}/{run}"
     bench_config = f"{data_dir}/job.toml"
+    job_config = bench_job_config(config, topic, data_dir, "kafkalab-bench")
     result: dict[str, Any] = {
         "settings": {
             "job": f"{SPARK_SERVICE}'s code and settings ({SPARK_JOB_CONFIG}) on topic {topic}, as unit {bench_unit}",
@@ -165,17 +203,25 @@ def spark_section(
             "partitions": partitions,
             "replication_factor": REPLICATION,
             "cores_max": submit.get("spark.cores.max"),
+            "executor_cores": submit.get("spark.executor.cores"),
             "executor_memory": submit.get("spark.executor.memory"),
             "driver_memory": submit.get("spark.driver.memory"),
             "master": submit.get("spark.master"),
+            "realtime": (
+                {k: config["realtime"][k] for k in ("mode", "batch_duration")}
+                | {"unit": bench_units[SPARK_REALTIME_SERVICE]}
+                if SPARK_REALTIME_SERVICE in bench_units
+                else None
+            ),
             "producer": "kafka-python on the controller, acks=all, idempotent, JSON events (kafkalab.e2e)",
             "latency": "send time on the controller to the commit of the micro-batch holding the record "
-            "(trigger start + triggerExecution, from the job's progress log)",
-            "service_paused": f"{SPARK_SERVICE} is stopped while the bench job holds the workers' cores",
+            "(trigger start + triggerExecution, from the job's progress log); for the low-latency path, to the "
+            "timestamp of the first output record of it",
+            "service_paused": f"{', '.join(units)} stopped while the bench applications hold the workers' cores",
         }
     }
-    was_active = unit.get("ActiveState") == "active"
-    user, group = unit.get("User") or "root", unit.get("Group") or "root"
+    active = [service for service, unit in units.items() if unit.get("ActiveState") == "active"]
+    user, group = units[SPARK_SERVICE].get("User") or "root", units[SPARK_SERVICE].get("Group") or "root"
 
     def tail_log() -> str:
         r = ansible.run(master, ["journalctl", "-u", bench_unit, "--no-pager", "-o", "cat", "-n", "5"], check=False)
@@ -204,35 +250,15 @@ def spark_section(
                 f"(journalctl -u {bench_unit} on {master}: {tail_log()})"
             )
 
-    try:
-        create_topic(cluster.bootstrap, topic, partitions, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
-        say(f"spark: producing a backlog of {backlog_records} events into {topic}")
-        _, backlog, failed = produce_numbered(cluster.bootstrap, topic, backlog_records, client_id="kafkalab-bench")
-        if failed:
-            raise MeasurementError(f"{len(failed)} backlog events were not acknowledged")
-        say(f"spark: pausing {SPARK_SERVICE}, starting the job on {topic} as {bench_unit}")
-        ansible.run(master, ["systemctl", "stop", SPARK_SERVICE], timeout=180)
-        ansible.run(master, ["install", "-d", "-o", user, "-g", group, "-m", "0755", data_dir])
-        copied = ansible.module(
-            master,
-            "ansible.builtin.copy",
-            {
-                "dest": bench_config,
-                "content": to_toml(bench_job_config(config, topic, data_dir, "kafkalab-bench")),
-                "owner": user,
-                "group": group,
-                "mode": "0644",
-            },
-        ).get(master)
-        if copied is None or not copied.ok:
-            raise MeasurementError(f"cannot write {bench_config}: {copied.msg if copied else 'no result'}")
+    def start_bench_unit(service: str) -> None:
+        unit = units[service]
         env = shlex.split(unit.get("Environment", ""))
-        argv = with_config(execstart_argv(unit.get("ExecStart", "")), bench_config)
+        argv = without_option(with_config(execstart_argv(unit.get("ExecStart", "")), bench_config), "--stop-file")
         ansible.run(
             master,
             [
                 "systemd-run",
-                f"--unit={bench_unit}",
+                f"--unit={bench_units[service]}",
                 "--collect",
                 f"--uid={user}",
                 f"--gid={group}",
@@ -242,8 +268,57 @@ def spark_section(
                 *argv,
             ],
         )
-        say("spark: waiting for the job to drain the backlog")
+
+    try:
+        create_topic(cluster.bootstrap, topic, partitions, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
+        if "realtime" in job_config:
+            for out_topic in (job_config["realtime"]["output_topic"], job_config["realtime"]["dead_letter_topic"]):
+                create_topic(
+                    cluster.bootstrap, out_topic, partitions, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)}
+                )
+        say(f"spark: producing a backlog of {backlog_records} events into {topic}")
+        _, backlog, failed = produce_numbered(cluster.bootstrap, topic, backlog_records, client_id="kafkalab-bench")
+        if failed:
+            raise MeasurementError(f"{len(failed)} backlog events were not acknowledged")
+        say(f"spark: pausing {', '.join(units)}, starting the archive on {topic} as {bench_unit}")
+        for service in units:
+            ansible.run(master, ["systemctl", "stop", service], timeout=300)
+        ansible.run(master, ["install", "-d", "-o", user, "-g", group, "-m", "0755", data_dir])
+        copied = ansible.module(
+            master,
+            "ansible.builtin.copy",
+            {"dest": bench_config, "content": to_toml(job_config), "owner": user, "group": group, "mode": "0644"},
+        ).get(master)
+        if copied is None or not copied.ok:
+            raise MeasurementError(f"cannot write {bench_config}: {copied.msg if copied else 'no result'}")
+        start_bench_unit(SPARK_SERVICE)
+        say("spark: waiting for the archive to drain the backlog")
         wait_committed(((r.partition, r.offset) for r in backlog), 600)
+        if SPARK_REALTIME_SERVICE in bench_units:
+            # Started once the backlog is archived, and from the end of the topic's history, as a deployed
+            # low-latency path would be: its latency is measured on the steady stream only.
+            job_config["kafka"]["starting_offsets"] = "latest"
+            ansible.module(
+                master,
+                "ansible.builtin.copy",
+                {"dest": bench_config, "content": to_toml(job_config), "owner": user, "group": group, "mode": "0644"},
+            )
+            say(f"spark: starting the low-latency path on {topic} as {bench_units[SPARK_REALTIME_SERVICE]}")
+            start_bench_unit(SPARK_REALTIME_SERVICE)
+            wait_started = ansible.run(
+                master,
+                [
+                    "sh",
+                    "-c",
+                    f"for i in $(seq 180); do grep -q started_at {data_dir}/realtime-status.json 2>/dev/null"
+                    " && exit 0; sleep 1; done; exit 3",
+                ],
+                timeout=300,
+                check=False,
+            )
+            if not wait_started.ok:
+                raise MeasurementError("the bench's low-latency path did not start within 180 s")
+            time.sleep(5)  # its long-running tasks are scheduled a moment after the query starts
         steady_started = time.time()
         say(f"spark: producing {rate:g} events/s for {seconds:g} s")
         steady = produce_at_rate(cluster.bootstrap, topic, rate, seconds)
@@ -259,9 +334,12 @@ def spark_section(
         batches = parse_progress(log, topic)
         backlog_batches = [b for b in batches if b.started < steady_started]
         steady_batches = [b for b in batches if b.started >= steady_started]
-        latencies, unmatched = e2e_latencies_ms(steady, batches)
-        if not latencies:
+        archive_pairs = [
+            (sent, (done - sent) * 1000) for sent, done in commit_times(steady, batches) if done is not None
+        ]
+        if not archive_pairs:
             raise MeasurementError("no steady record was found in a committed batch of the job's progress log")
+        latencies = [ms for _, ms in archive_pairs]
         result["batches"] = [
             {"batch_id": b.batch_id, "started": b.started, "duration_s": b.duration_s, "rows": b.rows}
             for b in batches
@@ -272,10 +350,26 @@ def spark_section(
             "rate_per_s": rate,
             "seconds": seconds,
             "records": len(steady),
-            "records_without_batch": unmatched,
+            "records_without_batch": len(steady) - len(archive_pairs),
             "latency_ms": latency_summary(latencies),
             "latency_samples_ms": [round(v, 1) for v in latencies],
+            "latency_over_time": latency_series(archive_pairs, steady_started),
         } | {k: v for k, v in processed_rate(steady_batches).items() if k in ("rows_per_s", "batches", "busy_s")}
+        if SPARK_REALTIME_SERVICE in bench_units:
+            rt_pairs, missing, duplicated = realtime_latencies(
+                steady, read_forwarded(cluster.bootstrap, job_config["realtime"]["output_topic"], len(steady), 180)
+            )
+            result["realtime"] = {
+                "rate_per_s": rate,
+                "seconds": seconds,
+                "records": len(steady),
+                "never_forwarded": missing,
+                "forwarded_more_than_once": duplicated,
+                "latency_ms": latency_summary([ms for _, ms in rt_pairs]) if rt_pairs else None,
+                "latency_over_time": latency_series(rt_pairs, steady_started),
+            }
+            if not rt_pairs:
+                raise MeasurementError("the bench's low-latency path forwarded none of the steady records")
         count, size, took = read_rate(cluster.bootstrap, topic)
         result["raw_consumer"] = {
             "client": "kafka-python, no group, no decoding",
@@ -283,19 +377,26 @@ def spark_section(
             "records_per_s": count / took,
             "mib_per_s": size / took / MIB,
         }
+        if result["backlog"].get("rows_per_s") and result["raw_consumer"]["records_per_s"]:
+            result["backlog"]["of_raw_consumer"] = (
+                result["backlog"]["rows_per_s"] / result["raw_consumer"]["records_per_s"]
+            )
     finally:
         cleanup: list[str] = []
         for argv in (
-            ["systemctl", "stop", bench_unit],
+            *(["systemctl", "stop", unit] for unit in bench_units.values()),
             ["rm", "-rf", "--one-file-system", data_dir],
             ["rmdir", "--ignore-fail-on-non-empty", bench_root],
-            *([["systemctl", "start", SPARK_SERVICE]] if was_active else []),
+            *(["systemctl", "start", service] for service in active),
         ):
             r = ansible.run(master, argv, timeout=300, check=False)
             if not r.ok and "not loaded" not in r.stderr:
                 cleanup.append(f"{shlex.join(argv)}: {(r.stderr or r.msg).strip()[-200:]}")
         try:
-            delete_bench_topics(cluster.bootstrap, [topic])
+            bench_topics = [topic]
+            if "realtime" in job_config:
+                bench_topics += [job_config["realtime"]["output_topic"], job_config["realtime"]["dead_letter_topic"]]
+            delete_bench_topics(cluster.bootstrap, bench_topics)
         except Exception as exc:  # reported; the next run removes kafkalab-bench-* leftovers
             cleanup.append(f"deleting {topic}: {exc}")
         if cleanup:

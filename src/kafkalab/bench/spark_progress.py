@@ -89,3 +89,35 @@ def end_offsets_wanted(records: Iterable[tuple[int, int]]) -> dict[str, int]:
     for partition, offset in records:
         wanted[str(partition)] = max(wanted.get(str(partition), 0), offset + 1)
     return wanted
+
+
+def realtime_latencies(
+    sent: Iterable[tuple[int, int, float]], forwarded: Iterable[tuple[int, int, int]]
+) -> tuple[list[tuple[float, float]], int, int]:
+    """Produce-to-output latency of the low-latency path: for each (partition, offset, sent_at) sent, the first
+    output record forwarded for that input position ((partition, offset, output timestamp in ms)). Returns
+    (sent_at, latency ms) pairs, how many sent records were never forwarded, and how many were forwarded more
+    than once (the path is at least once)."""
+    first: dict[tuple[int, int], int] = {}
+    copies: dict[tuple[int, int], int] = {}
+    for partition, offset, ts_ms in forwarded:
+        key = (partition, offset)
+        copies[key] = copies.get(key, 0) + 1
+        first[key] = min(first.get(key, ts_ms), ts_ms)
+    pairs: list[tuple[float, float]] = []
+    missing = duplicated = 0
+    for partition, offset, sent_at in sent:
+        key = (partition, offset)
+        if key not in first:
+            missing += 1
+            continue
+        duplicated += copies[key] > 1
+        pairs.append((sent_at, first[key] - sent_at * 1000))
+    return pairs, missing, duplicated
+
+
+def latency_series(pairs: Sequence[tuple[float, float]], since: float, points: int = 1500) -> list[list[float]]:
+    """(seconds since `since`, latency ms) for a plot over time, thinned evenly to at most `points`."""
+    ordered = sorted(pairs)
+    step = max(1, len(ordered) // points)
+    return [[round(t - since, 3), round(ms, 1)] for t, ms in ordered[::step]]
