@@ -14,7 +14,7 @@ PROGRESS = {
     "numInputRows": 5000,
     "inputRowsPerSecond": 1000.0,
     "processedRowsPerSecond": 2500.5,
-    "durationMs": {"triggerExecution": 2000},
+    "durationMs": {"triggerExecution": 2000, "addBatch": 1500, "walCommit": 120},
     "sources": [
         {
             "startOffset": {"events": {"0": 100, "1": 100}},
@@ -30,6 +30,8 @@ def test_summary_reports_rates_and_offsets_behind_latest() -> None:
     assert (s["num_input_rows"], s["processed_rows_per_second"], s["offsets_behind_latest"]) == (5000, 2500.5, 400)
     assert s["start_offset"] == {"events": {"0": 100, "1": 100}}
     assert "processed_rows_per_s=2500.5" in P.progress_line("records", s)
+    # Where the batch's time went, as Spark names the parts.
+    assert s["duration_ms"] == {"triggerExecution": 2000, "addBatch": 1500, "walCommit": 120}
 
 
 def test_summary_accepts_offsets_as_json_strings_and_no_source() -> None:

@@ -91,6 +91,9 @@ def summarize_progress(progress: Mapping[str, Any]) -> dict[str, Any]:
         "input_rows_per_second": float(progress.get("inputRowsPerSecond") or 0.0),
         "processed_rows_per_second": float(progress.get("processedRowsPerSecond") or 0.0),
         "trigger_execution_ms": int((progress.get("durationMs") or {}).get("triggerExecution") or 0),
+        # Where a batch's time went (Spark's names: latestOffset, getBatch, queryPlanning, addBatch for the
+        # reading and writing, walCommit and commitOffsets for the checkpoint), for tuning.
+        "duration_ms": {str(k): int(v) for k, v in (progress.get("durationMs") or {}).items()},
         "start_offset": start,
         "end_offset": end,
         "latest_offset": latest,
