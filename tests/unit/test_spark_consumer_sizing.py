@@ -132,3 +132,10 @@ def test_the_cluster_model_names_a_worker_whose_cores_or_memory_cannot_be_used()
         "spark2: spark_worker_memory is 'lots': give the memory the worker offers to executors as a Spark size of "
         "at least 512m (e.g. spark_worker_memory: 24g).",
     ]
+
+
+def test_an_archive_executor_fits_beside_a_low_latency_one_on_the_smallest_worker() -> None:
+    uneven = {"spark1": {"cores": 8, "memory_mb": 4096}, "spark2": {"cores": 6, "memory_mb": 4096}}
+    sizing = spark_consumer_sizing(uneven, REALTIME)
+    assert (sizing["realtime"]["executor_cores"], sizing["archive"]["executor_cores"]) == (3, 3)
+    assert sizing["archive"]["cores_max"] == 6

@@ -122,7 +122,8 @@ def spark_consumer_sizing(workers: Mapping[str, Mapping[str, int]], settings: Ma
             "on every worker, lower spark_consumer_topic_partitions, or set spark_consumer_realtime_mode: microbatch."
         )
     rt_executor = _ceil_div(rt_need, count) if rt_need else 0
-    archive_executor = max(1, (budget - rt_need) // count)
+    # One archive executor per worker, beside that worker's low-latency executor: the smallest worker bounds it.
+    archive_executor = max(1, min((budget - rt_need) // count, min(cores.values()) - rt_executor))
     smallest = min(int(workers[h]["memory_mb"]) for h in hosts)
     per_worker = _ceil_div(count, count - 1) if redundant else 1
     split = _memory_split(smallest, per_worker, archive_executor, rt_executor)
