@@ -9,18 +9,8 @@ import json
 import pytest
 from kafkalab_spark import transforms as T
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-KAFKA_SCHEMA = StructType(
-    [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-    ]
-)
+KAFKA_SCHEMA = T.KAFKA_SCHEMA
 T0 = dt.datetime(2025, 1, 1, 12, 0, 0)
 
 # (case id, key, value, expected quarantine reason or None)
@@ -124,3 +114,7 @@ def test_the_realtime_path_routes_each_record_once_enriched_or_dead_lettered(par
             assert doc["reason"] == reason, case
             # to_json leaves null fields out: a tombstone has no value_base64.
             assert doc.get("value_base64") == (base64.b64encode(value).decode() if value is not None else None), case
+
+
+def test_the_archive_schema_is_what_good_records_write(spark: SparkSession, parsed: DataFrame) -> None:
+    assert T.records_schema(spark) == T.good_records(parsed).schema

@@ -36,9 +36,35 @@ def local_session() -> SparkSession:
 
 
 def _read(spark: SparkSession, path: str) -> DataFrame | None:
-    if not (Path(path) / "_spark_metadata").is_dir():
-        return None  # nothing committed yet
+    log = Path(path) / "_spark_metadata"
+    if not log.is_dir() or not any(p.name.split(".")[0].isdigit() for p in log.iterdir()):
+        return None  # nothing committed yet (the job makes the log before its first commit)
     return spark.read.parquet(path)
+
+
+def metrics_against_archive(records: DataFrame, metrics: DataFrame) -> dict[str, Any]:
+    """Each closed window of the windowed counts against the archive: how many archived records of that topic
+    have a Kafka timestamp in the window. Equal when every record counted once (exactly once); the counts can
+    only fall short for records later than the watermark allowed."""
+    archived = records.join(
+        metrics.select("topic", "window_start", "window_end", F.col("records").alias("counted")),
+        on=(records["topic"] == metrics["topic"])
+        & (records["kafka_timestamp"] >= metrics["window_start"])
+        & (records["kafka_timestamp"] < metrics["window_end"]),
+    )
+    per_window = archived.groupBy(metrics["topic"], "window_start", "counted").agg(F.count(F.lit(1)).alias("archived"))
+    rows = per_window.collect()
+    differing = [
+        {
+            "topic": r["topic"],
+            "window_start": str(r["window_start"]),
+            "counted": r["counted"],
+            "archived": r["archived"],
+        }
+        for r in rows
+        if r["counted"] != r["archived"]
+    ]
+    return {"windows": len(rows), "differing": sorted(differing, key=lambda d: d["window_start"])[:20]}
 
 
 def run_rows(records: DataFrame, run_id: str) -> DataFrame:
@@ -55,6 +81,7 @@ def audit(
     with_records: bool,
     tail: int,
     quarantine_keys: Sequence[str] = (),
+    check_metrics: bool = False,
 ) -> Any:
     records = _read(spark, cfg.output_path)
     quarantine = _read(spark, cfg.quarantine_path)
@@ -84,6 +111,8 @@ def audit(
         report["quarantine_by_key"] = {
             r["key"]: r["reason"] for r in found.select(F.col("key").cast("string"), "reason").collect()
         }
+    if records is not None and metrics is not None and check_metrics:
+        report["metrics_against_archive"] = metrics_against_archive(records, metrics)
     if records is not None and tail:
         latest = records.orderBy(F.col("processed_at").desc(), F.col("offset").desc()).limit(tail)
         report["latest"] = [
@@ -102,12 +131,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--tail", type=int, default=0, help="also show the N latest rows")
     parser.add_argument("--quarantine-key", action="append", default=[], help="the quarantine reason of this key")
+    parser.add_argument(
+        "--check-metrics", action="store_true", help="each window of the windowed counts against the archive"
+    )
     args = parser.parse_args(argv)
     cfg = job_config.load(args.config)
     spark = local_session()
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        json.dump(audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key), sys.stdout)
+        report = audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key, args.check_metrics)
+        json.dump(report, sys.stdout)
         sys.stdout.write("\n")
     finally:
         spark.stop()

@@ -3,11 +3,14 @@
 Three Structured Streaming queries share one SparkSession, each with its own checkpoint:
   records     well-formed records -> Parquet file sink at paths.output
   quarantine  malformed records and their reason -> Parquet at paths.quarantine
-  metrics     per-topic windowed counts and latency -> Parquet at paths.metrics (after the watermark)
+  metrics     per-topic windowed counts and latency of the archived records -> Parquet at paths.metrics
+              (after the watermark)
 The file sink records each committed batch in <path>/_spark_metadata, and the checkpoint records the
 offsets each batch read: after a crash a batch is re-run with the same offsets and written at most once,
 so every Kafka record lands exactly once. Read the output with Spark (which honours _spark_metadata),
-not with a plain Parquet reader, which would also see the files of an interrupted batch.
+not with a plain Parquet reader, which would also see the files of an interrupted batch. The metrics query
+reads the archive that way, as a stream of its committed files: Kafka is read (and each record parsed) by
+two queries, not three.
 
 Run by spark-submit (the spark_consumer role's systemd unit): the master URL, jars and memory come from
 spark-submit's properties file; everything about the data comes from the TOML config (--config).
@@ -37,7 +40,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from kafkalab_spark import config as job_config
 from kafkalab_spark.progress import StatusFile, progress_line, read_checkpoint, summarize_progress
-from kafkalab_spark.transforms import good_records, parse_records, quarantined, windowed_counts
+from kafkalab_spark.transforms import good_records, parse_records, quarantined, records_schema, windowed_counts
 
 LOG = logging.getLogger("kafkalab_spark")
 QUERIES = ("records", "quarantine", "metrics")
@@ -67,12 +70,23 @@ def read_kafka(spark: SparkSession, cfg: job_config.JobConfig, max_offsets_per_t
     return reader.load()
 
 
+def archived_records(spark: SparkSession, cfg: job_config.JobConfig) -> DataFrame:
+    """The archive (the records query's Parquet output) as a stream of its committed files. The sink's commit
+    log (_spark_metadata) is made before any query starts: a file source that finds it reads only committed
+    files, one that does not would read every file it lists, an unfinished batch's too."""
+    Path(cfg.output_path, "_spark_metadata").mkdir(parents=True, exist_ok=True)
+    return spark.readStream.schema(records_schema(spark)).parquet(cfg.output_path)
+
+
 def start_queries(spark: SparkSession, cfg: job_config.JobConfig) -> list[StreamingQuery]:
     parsed = parse_records(read_kafka(spark, cfg))
     sinks: dict[str, tuple[DataFrame, str]] = {
         "records": (good_records(parsed), cfg.output_path),
         "quarantine": (quarantined(parsed), cfg.quarantine_path),
-        "metrics": (windowed_counts(good_records(parsed), cfg.window_duration, cfg.watermark_delay), cfg.metrics_path),
+        "metrics": (
+            windowed_counts(archived_records(spark, cfg), cfg.window_duration, cfg.watermark_delay),
+            cfg.metrics_path,
+        ),
     }
     queries = []
     for name in QUERIES:

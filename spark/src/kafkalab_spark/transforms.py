@@ -8,11 +8,22 @@ records are never dropped: they go to the quarantine output with the reason, nex
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 # The columns the Kafka source provides (and the unit tests build).
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp")
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
 
 REASON_NULL_VALUE = "value is null (tombstone)"
 REASON_KEY_NOT_UTF8 = "key is not valid UTF-8"
@@ -72,6 +83,12 @@ def good_records(parsed: DataFrame) -> DataFrame:
     return with_latency(parsed.where(F.col("quarantine_reason").isNull())).select(
         "topic", *_RECORD_COLUMNS, "kafka_timestamp", "processed_at", "latency_ms"
     )
+
+
+def records_schema(spark: SparkSession) -> StructType:
+    """The schema of the Parquet archive (good_records of parsed Kafka records): what a reader of it, such as
+    the windowed counts' stream, declares (a streaming file source does not infer one)."""
+    return good_records(parse_records(spark.createDataFrame([], KAFKA_SCHEMA))).schema
 
 
 def quarantined(parsed: DataFrame) -> DataFrame:
