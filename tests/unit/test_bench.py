@@ -479,6 +479,19 @@ def sample_doc() -> dict[str, Any]:
                 "latency_over_time": [[0.0, 150.0], [1.0, 420.0]],
             },
             "raw_consumer": {"records": 90000, "records_per_s": 42000.0, "mib_per_s": 5.0},
+            "trigger_sweep": [
+                {
+                    "trigger_interval": "1 second",
+                    "latency_ms": {"p50": 1200.0, "p99": 2600.0},
+                    "batches_per_min": 55.5,
+                    "deployed": True,
+                },
+                {
+                    "trigger_interval": "10 seconds",
+                    "latency_ms": {"p50": 6100.0, "p99": 11800.0},
+                    "batches_per_min": 6.0,
+                },
+            ],
         },
     }
 
@@ -501,6 +514,8 @@ def test_table_shows_both_spark_paths_latencies_and_the_share_of_the_raw_consume
     assert "21,000 processed rows/s (1 batches, 2.9 s busy; 50.0% of the raw consumer)" in table
     assert "produce-to-Parquet p50 1,200 ms, p95 2,100 ms, p99 2,600 ms" in table
     assert "low-latency path (realtime), same stream: produce-to-output p50 150 ms, p95 300 ms, p99 420 ms" in table
+    assert "archive trigger 1 second (deployed): p50 1,200 ms, p99 2,600 ms, 55.5 batches/min" in table
+    assert "archive trigger 10 seconds: p50 6,100 ms, p99 11,800 ms, 6.0 batches/min" in table
 
 
 def test_the_low_latency_paths_latency_counts_the_first_copy_of_each_record() -> None:

@@ -12,9 +12,10 @@ Writes .cache/bench/bench.json and PNG plots beside it, and prints a short table
                 on the controller): the limits every Kafka figure is shown as a fraction of
   kafka         Kafka's own producer and consumer perf tools (the installed distribution, on a broker host)
                 and kafka-python (on the controller): 100 B and 1 KiB records, acks=1 and acks=all, RF 3
-  spark         the deployed Spark job's code and settings run on a bench topic (the service is paused
-                meanwhile): processed rows/s draining a backlog, produce-to-Parquet latency at a steady
-                rate, next to a plain kafka-python consumer reading the same topic
+  spark         the deployed Spark job's code and settings run on a bench topic (the services are paused
+                meanwhile): processed rows/s draining a backlog, produce-to-Parquet and produce-to-output
+                (low-latency path) latency at a steady rate, the archive's latency again at other trigger
+                intervals (--spark-triggers), next to a plain kafka-python consumer reading the same topic
 
 Every figure records its settings; the document records the machine (cores, memory from /proc) and the
 load average at start and end. Nothing is asserted: the run fails only when a measurement could not be
@@ -93,6 +94,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                     max(1000, int(args.spark_backlog * args.scale)),
                     args.spark_rate,
                     args.spark_seconds,
+                    [t.strip() for t in args.spark_triggers.split(",") if t.strip()],
                 ),
             )
     doc["load_average"]["end"] = loadavg()
@@ -125,6 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--spark-backlog", type=int, default=150_000, help="events drained by the job at once")
     parser.add_argument("--spark-rate", type=float, default=500, help="steady events/s for the latency figure")
     parser.add_argument("--spark-seconds", type=float, default=40, help="how long the steady stream runs")
+    parser.add_argument(
+        "--spark-triggers",
+        default="1 second,10 seconds",
+        help="archive trigger intervals to run the steady stream again with, besides the deployed one ('' for none)",
+    )
     args = parser.parse_args(argv)
     args.only = [s for s in args.only.split(",") if s]
     unknown = sorted(set(args.only) - set(SECTIONS))

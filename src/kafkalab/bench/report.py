@@ -168,6 +168,14 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 f"p99 {num(lat.get('p99'))} ms ({num(steady.get('records'))} records, "
                 f"{num(steady.get('rows_per_s'))} processed rows/s busy)",
             ]
+            for point in spark.get("trigger_sweep") or []:
+                swept = point.get("latency_ms") or {}
+                deployed = " (deployed)" if point.get("deployed") else ""
+                out.append(
+                    f"    archive trigger {point.get('trigger_interval')}{deployed}: "
+                    f"p50 {num(swept.get('p50'))} ms, p99 {num(swept.get('p99'))} ms, "
+                    f"{num(point.get('batches_per_min'), 1)} batches/min"
+                )
             if realtime:
                 out.append(
                     f"  low-latency path ({(s.get('realtime') or {}).get('mode')}), same stream: produce-to-output "

@@ -14,7 +14,7 @@ import shlex
 import time
 import tomllib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -168,7 +168,14 @@ UNIT_PROPERTIES = ("ExecStart", "Environment", "User", "Group", "ActiveState", "
 
 
 def spark_section(
-    ansible: Ansible, cluster: Cluster, master: str, run: str, backlog_records: int, rate: float, seconds: float
+    ansible: Ansible,
+    cluster: Cluster,
+    master: str,
+    run: str,
+    backlog_records: int,
+    rate: float,
+    seconds: float,
+    other_triggers: Sequence[str] = (),
 ) -> dict[str, Any]:
     config = tomllib.loads(ansible.run(master, ["cat", SPARK_JOB_CONFIG]).stdout)
     submit = parse_properties(ansible.run(master, ["cat", SPARK_SUBMIT_CONF]).stdout)
@@ -269,6 +276,32 @@ def spark_section(
             ],
         )
 
+    def write_config() -> None:
+        copied = ansible.module(
+            master,
+            "ansible.builtin.copy",
+            {"dest": bench_config, "content": to_toml(job_config), "owner": user, "group": group, "mode": "0644"},
+        ).get(master)
+        if copied is None or not copied.ok:
+            raise MeasurementError(f"cannot write {bench_config}: {copied.msg if copied else 'no result'}")
+
+    def wait_reported(status: str, key: str, limit: int) -> None:
+        script = f"for i in $(seq {limit}); do grep -q {key} {status} 2>/dev/null && exit 0; sleep 1; done; exit 3"
+        waited = ansible.run(master, ["sh", "-c", script], timeout=limit + 60, check=False)
+        if not waited.ok:
+            raise MeasurementError(f"{status} on {master} did not show {key} within {limit} s ({tail_log()})")
+
+    def progress_batches() -> list[Any]:
+        log = ansible.run(
+            master,
+            [
+                "sh",
+                "-c",
+                f"journalctl -u {shlex.quote(bench_unit)} --no-pager -o cat | grep -F 'progress query=records'",
+            ],
+        ).stdout
+        return parse_progress(log, topic)
+
     try:
         create_topic(cluster.bootstrap, topic, partitions, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
         if "realtime" in job_config:
@@ -284,13 +317,7 @@ def spark_section(
         for service in units:
             ansible.run(master, ["systemctl", "stop", service], timeout=300)
         ansible.run(master, ["install", "-d", "-o", user, "-g", group, "-m", "0755", data_dir])
-        copied = ansible.module(
-            master,
-            "ansible.builtin.copy",
-            {"dest": bench_config, "content": to_toml(job_config), "owner": user, "group": group, "mode": "0644"},
-        ).get(master)
-        if copied is None or not copied.ok:
-            raise MeasurementError(f"cannot write {bench_config}: {copied.msg if copied else 'no result'}")
+        write_config()
         start_bench_unit(SPARK_SERVICE)
         say("spark: waiting for the archive to drain the backlog")
         wait_committed(((r.partition, r.offset) for r in backlog), 600)
@@ -298,40 +325,16 @@ def spark_section(
             # Started once the backlog is archived, and from the end of the topic's history, as a deployed
             # low-latency path would be: its latency is measured on the steady stream only.
             job_config["kafka"]["starting_offsets"] = "latest"
-            ansible.module(
-                master,
-                "ansible.builtin.copy",
-                {"dest": bench_config, "content": to_toml(job_config), "owner": user, "group": group, "mode": "0644"},
-            )
+            write_config()
             say(f"spark: starting the low-latency path on {topic} as {bench_units[SPARK_REALTIME_SERVICE]}")
             start_bench_unit(SPARK_REALTIME_SERVICE)
-            wait_started = ansible.run(
-                master,
-                [
-                    "sh",
-                    "-c",
-                    f"for i in $(seq 180); do grep -q started_at {data_dir}/realtime-status.json 2>/dev/null"
-                    " && exit 0; sleep 1; done; exit 3",
-                ],
-                timeout=300,
-                check=False,
-            )
-            if not wait_started.ok:
-                raise MeasurementError("the bench's low-latency path did not start within 180 s")
+            wait_reported(f"{data_dir}/realtime-status.json", "started_at", 180)
             time.sleep(5)  # its long-running tasks are scheduled a moment after the query starts
         steady_started = time.time()
         say(f"spark: producing {rate:g} events/s for {seconds:g} s")
         steady = produce_at_rate(cluster.bootstrap, topic, rate, seconds)
         wait_committed(((p, o) for p, o, _ in steady), 300)
-        log = ansible.run(
-            master,
-            [
-                "sh",
-                "-c",
-                f"journalctl -u {shlex.quote(bench_unit)} --no-pager -o cat | grep -F 'progress query=records'",
-            ],
-        ).stdout
-        batches = parse_progress(log, topic)
+        batches = progress_batches()
         backlog_batches = [b for b in batches if b.started < steady_started]
         steady_batches = [b for b in batches if b.started >= steady_started]
         archive_pairs = [
@@ -370,6 +373,41 @@ def spark_section(
             }
             if not rt_pairs:
                 raise MeasurementError("the bench's low-latency path forwarded none of the steady records")
+        # The archive again at other trigger intervals: the same steady stream, the latency each gives and how
+        # many batches (each a Parquet file per Spark partition, and checkpoint writes) it costs per minute.
+        sweep = []
+        for trigger in [t for t in other_triggers if t != config["stream"]["trigger_interval"]]:
+            say(f"spark: the archive again with a {trigger} trigger")
+            ansible.run(master, ["systemctl", "stop", bench_unit], timeout=300)
+            job_config["stream"]["trigger_interval"] = trigger
+            write_config()
+            ansible.run(master, ["systemctl", "reset-failed", bench_unit], check=False)
+            ansible.run(master, ["rm", "-f", f"{data_dir}/status.json"])
+            start_bench_unit(SPARK_SERVICE)
+            wait_reported(f"{data_dir}/status.json", "idle_since", 300)
+            started = time.time()
+            again = produce_at_rate(cluster.bootstrap, topic, rate, seconds)
+            wait_committed(((p, o) for p, o, _ in again), 300)
+            batches = [b for b in progress_batches() if b.started >= started]
+            pairs = [(sent, (done - sent) * 1000) for sent, done in commit_times(again, batches) if done is not None]
+            sweep.append(
+                {
+                    "trigger_interval": trigger,
+                    "records": len(again),
+                    "latency_ms": latency_summary([ms for _, ms in pairs]) if pairs else None,
+                    "batches_per_min": round(len([b for b in batches if b.rows]) / (seconds / 60), 1),
+                }
+            )
+        result["trigger_sweep"] = [
+            {
+                "trigger_interval": config["stream"]["trigger_interval"],
+                "records": len(steady),
+                "latency_ms": result["steady"]["latency_ms"],
+                "batches_per_min": round(result["steady"].get("batches", 0) / (seconds / 60), 1),
+                "deployed": True,
+            },
+            *sweep,
+        ]
         count, size, took = read_rate(cluster.bootstrap, topic)
         result["raw_consumer"] = {
             "client": "kafka-python, no group, no decoding",
