@@ -84,3 +84,21 @@ def test_an_idle_query_shows_in_the_status_until_its_next_batch(tmp_path: Path) 
     status.record("records", P.summarize_progress(PROGRESS))
     entry = json.loads((tmp_path / "status.json").read_text())["queries"]["records"]
     assert "idle_since" not in entry and entry["last_batch"]["batch_id"] == 12
+
+
+def test_a_file_sources_checkpoint_reads_as_its_log_offset(tmp_path: Path) -> None:
+    """The windowed counts read the archive's files: their offsets are the sink log's batch, not partitions."""
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "offsets" / "4").write_text('v1\n{"batchWatermarkMs":0}\n{"logOffset":7}')
+    (tmp_path / "commits" / "4").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    assert P.read_checkpoint(tmp_path) == P.CheckpointState(4, {"files": {"logOffset": 7}}, planned_batch_id=4)
+
+
+def test_a_file_sources_progress_reads_as_its_log_offset() -> None:
+    progress = dict(PROGRESS, sources=[{"startOffset": {"logOffset": 3}, "endOffset": {"logOffset": 5}}])
+    summary = P.summarize_progress(progress)
+    assert (summary["start_offset"], summary["end_offset"]) == (
+        {"files": {"logOffset": 3}},
+        {"files": {"logOffset": 5}},
+    )

@@ -54,8 +54,11 @@ def read_checkpoint(checkpoint: str | Path) -> CheckpointState | None:
     offsets: Offsets = {}
     for line in lines[2:]:
         if line.strip().startswith("{"):
-            for topic, partitions in json.loads(line).items():
-                offsets.setdefault(topic, {}).update({str(p): int(o) for p, o in partitions.items()})
+            for name, position in json.loads(line).items():
+                if isinstance(position, dict):  # the Kafka source: topic -> partition -> offset
+                    offsets.setdefault(name, {}).update({str(p): int(o) for p, o in position.items()})
+                else:  # a file source (the windowed counts read the archive): {"logOffset": n}
+                    offsets.setdefault("files", {})[name] = int(position)
     planned = _batch_ids(root / "offsets")
     return CheckpointState(batch, offsets, planned[-1] if planned else batch)
 
@@ -66,7 +69,13 @@ def _offsets(value: Any) -> Offsets:
         value = json.loads(value) if value.strip().startswith("{") else {}
     if not isinstance(value, Mapping):
         return {}
-    return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in value.items()}
+    offsets: Offsets = {}
+    for name, position in value.items():
+        if isinstance(position, Mapping):  # the Kafka source: topic -> partition -> offset
+            offsets[str(name)] = {str(p): int(o) for p, o in position.items()}
+        else:  # a file source: {"logOffset": n}
+            offsets.setdefault("files", {})[str(name)] = int(position)
+    return offsets
 
 
 def offsets_behind(end: Offsets, latest: Offsets) -> int:
