@@ -32,11 +32,17 @@ def wait_for(what: str, check: Any, timeout: float, interval: float = 3.0) -> An
 
 
 def committed(spark_node: SparkNode, query: str, records: list[Record], fully: bool = True) -> bool:
-    """Whether the job's last committed batch of `query` (its status file) covers the records' offsets:
-    all of them (fully), or some of them. Cheap enough to poll, unlike reading the output through Spark."""
+    """Whether the job's last committed batch of `query` (its status file: the last batch this process ran, or,
+    before it ran one, the checkpoint it resumed from) covers the records' offsets: all of them (fully), or
+    some of them. Cheap enough to poll, unlike reading the output through Spark."""
     try:
-        end = spark_node.status()["queries"][query]["last_batch"]["end_offset"][spark_node.topic]
-    except (KeyError, ValueError):  # restarted and not reported yet, or the file is being replaced
+        status = spark_node.status()
+        entry = status["queries"][query]
+        if "last_batch" in entry:
+            end = entry["last_batch"]["end_offset"][spark_node.topic]
+        else:  # nothing new since this process started: everything up to its checkpoint is committed
+            end = status["started_from"][query]["checkpoint"]["offsets"][spark_node.topic]
+    except (KeyError, ValueError, TypeError):  # restarted and not reported yet, or the file is being replaced
         return False
     last: dict[int, int] = {}
     first: dict[int, int] = {}
@@ -54,13 +60,23 @@ def master_state(spark_node: SparkNode) -> dict[str, Any]:
     return get_json(f"http://{master.split(':')[0]}:8080/json/")  # type: ignore[no-any-return]
 
 
-def produce_paced(bootstrap: str, topic: str, run_id: str, first_seq: int, count: int, chunks: int) -> list[Record]:
-    """Keep producing numbered events (acks=all, idempotent) in chunks, a little at a time."""
+def produce_paced(
+    bootstrap: str,
+    topic: str,
+    run_id: str,
+    first_seq: int,
+    count: int,
+    chunks: int,
+    until: threading.Event | None = None,
+) -> list[Record]:
+    """Keep producing numbered events (acks=all, idempotent) in chunks of count // chunks, a little at a time:
+    `chunks` of them, and then on until `until` is set, when given."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
     acked: list[Record] = []
     try:
         per_chunk = count // chunks
-        for chunk in range(chunks):
+        chunk = -1
+        while (chunk := chunk + 1) < chunks or (until is not None and not until.is_set()):
             seqs = range(first_seq + chunk * per_chunk, first_seq + (chunk + 1) * per_chunk)
             futures = [
                 (seq, producer.send(topic, key=f"key-{seq % 64}".encode(), value=encode(run_id, seq))) for seq in seqs
@@ -182,15 +198,21 @@ def realtime_start(spark_node: SparkNode) -> dict[TopicPartition, int]:
 
 
 class PacedProducer:
-    """produce_paced in a thread, for events to keep arriving while the test disturbs the pipeline."""
+    """produce_paced in a thread, for events to keep arriving while the test disturbs the pipeline: `chunks`
+    chunks at least, and with `until_joined` on until join() is called."""
 
-    def __init__(self, spark_node: SparkNode, run_id: str, first_seq: int, count: int, chunks: int) -> None:
+    def __init__(
+        self, spark_node: SparkNode, run_id: str, first_seq: int, count: int, chunks: int, until_joined: bool = False
+    ) -> None:
         self.acked: list[Record] = []
         self.errors: list[BaseException] = []
+        self._joined = threading.Event() if until_joined else None
 
         def produce() -> None:
             try:
-                acked = produce_paced(spark_node.bootstrap, spark_node.topic, run_id, first_seq, count, chunks)
+                acked = produce_paced(
+                    spark_node.bootstrap, spark_node.topic, run_id, first_seq, count, chunks, self._joined
+                )
                 self.acked.extend(acked)
             except BaseException as exc:  # reported by join(), not lost in the thread
                 self.errors.append(exc)
@@ -199,6 +221,8 @@ class PacedProducer:
         self._thread.start()
 
     def join(self, timeout: float = 300) -> list[Record]:
+        if self._joined is not None:
+            self._joined.set()
         self._thread.join(timeout=timeout)
         assert not self._thread.is_alive(), "the producer did not finish"
         assert not self.errors, self.errors

@@ -231,7 +231,9 @@ def test_a_new_build_is_deployed_between_batches_without_losing_or_repeating_an_
     start = realtime_start(spark_node)
     run_id = uuid.uuid4().hex
     watch = CommitWatch(spark_node)
-    producer = PacedProducer(spark_node, run_id, 0, N_EVENTS, CHUNKS)
+    # Events arrive from before the run until after it: through the stop, the new build's start and its first
+    # batches.
+    producer = PacedProducer(spark_node, run_id, 0, N_EVENTS // 3, CHUNKS // 3, until_joined=True)
     time.sleep(4)
     since = time.time()
     result = run_playbook("spark.yml", [*JOB_ONLY, "-e", json.dumps({"spark_wheel_dir": str(variant["wheels"])})])
@@ -245,6 +247,10 @@ def test_a_new_build_is_deployed_between_batches_without_losing_or_repeating_an_
     # Stopped between batches: the new process resumed right after the last committed batch, none to run again.
     resumed = status["started_from"]["records"]["checkpoint"]
     assert resumed is not None and resumed["rerun_batch"] is None, status["started_from"]
+    # The run spans the restart: the old build archived some of its events, the new one the rest.
+    resumed_at = {int(p): o for p, o in resumed["offsets"][spark_node.topic].items()}
+    after = sum(1 for r in acked if r.offset >= resumed_at.get(r.partition, 0))
+    assert 0 < after < len(acked), f"{after} of {len(acked)} events came after the restart"
     assert journal_since(spark_node, SERVICE, since, "query records stopped between batches") == 1
     accounted = settle(spark_node, run_id, acked, start)
     record(
