@@ -78,7 +78,7 @@ lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + 2 Spark ho
 	  || { cat .cache/lab/spark-demo.log; exit 1; }
 	@cat .cache/lab/spark-demo.txt
 
-verify-spark: venv  ## the Spark pipeline checks against the lab (kills and stops the job; about 3 min)
+verify-spark: venv  ## the Spark pipeline checks against the lab (kills the job and a worker, upgrades the job and puts it back; about 12 min)
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/spark_cluster -v
 
 restart: venv  ## rolling restart of every ZooKeeper server and Kafka node, one at a time through the gates (LIMIT=host,... for a subset)
