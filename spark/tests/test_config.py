@@ -78,6 +78,8 @@ def test_the_rendered_toml_file_loads(tmp_path: Path) -> None:
         ("stream", "trigger_interval", "5s", "stream.trigger_interval must look like"),
         ("paths", "output", None, "missing setting paths.output"),
         ("kafka", "min_partitions", -2, "kafka.min_partitions must be an integer >= 0"),
+        ("stream", "write_partitions", "two", "stream.write_partitions must be an integer >= 0"),
+        ("stream", "metrics_trigger_interval", "30s", "stream.metrics_trigger_interval must look like"),
     ],
     ids=lambda v: str(v),
 )
@@ -133,3 +135,17 @@ def test_a_bad_realtime_setting_names_its_key(change: dict[str, Any], message: s
 
 def test_microbatch_mode_may_use_short_batches() -> None:
     assert config.parse_realtime({**GOOD, "realtime": {**REALTIME, "mode": "microbatch", "batch_duration": "1 second"}})
+
+
+def test_the_quarantine_and_the_counts_may_have_their_own_triggers() -> None:
+    doc = copy.deepcopy(GOOD)
+    assert config.parse(doc).trigger_for("metrics") == "5 seconds"  # none of their own: the archive's
+    doc["stream"] |= {"quarantine_trigger_interval": "10 seconds", "metrics_trigger_interval": "30 seconds"}
+    doc["stream"]["write_partitions"] = 2
+    cfg = config.parse(doc)
+    assert [cfg.trigger_for(q) for q in ("records", "quarantine", "metrics")] == [
+        "5 seconds",
+        "10 seconds",
+        "30 seconds",
+    ]
+    assert cfg.write_partitions == 2

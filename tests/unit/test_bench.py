@@ -514,8 +514,8 @@ def test_table_shows_both_spark_paths_latencies_and_the_share_of_the_raw_consume
     assert "21,000 processed rows/s (1 batches, 2.9 s busy; 50.0% of the raw consumer)" in table
     assert "produce-to-Parquet p50 1,200 ms, p95 2,100 ms, p99 2,600 ms" in table
     assert "low-latency path (realtime), same stream: produce-to-output p50 150 ms, p95 300 ms, p99 420 ms" in table
-    assert "archive trigger 1 second (deployed): p50 1,200 ms, p99 2,600 ms, 55.5 batches/min" in table
-    assert "archive trigger 10 seconds: p50 6,100 ms, p99 11,800 ms, 6.0 batches/min" in table
+    assert "archive alone, trigger 1 second (deployed): p50 1,200 ms, p99 2,600 ms, 55.5 batches/min" in table
+    assert "archive alone, trigger 10 seconds: p50 6,100 ms, p99 11,800 ms, 6.0 batches/min" in table
 
 
 def test_the_low_latency_paths_latency_counts_the_first_copy_of_each_record() -> None:

@@ -24,6 +24,8 @@ def test_the_lab_gets_one_executor_of_each_application_per_worker_and_survives_l
         "executor_memory": "768m",
         "shuffle_partitions": 2,
         "min_partitions": 0,
+        # Six input partitions, two archive cores: each batch is coalesced to two tasks (two Parquet files).
+        "write_partitions": 2,
     }
     assert sizing["realtime"] == {"executor_cores": 3, "cores_max": 6, "executor_memory": "1216m"}
     assert sizing["survives_worker_loss"] is True
@@ -48,6 +50,7 @@ def test_a_production_cluster_gives_the_archive_the_cores_the_low_latency_path_l
     assert sizing["archive"]["shuffle_partitions"] == 9
     # Six input partitions, nine archive cores: the Kafka source splits partitions into nine tasks.
     assert sizing["archive"]["min_partitions"] == 9
+    assert sizing["archive"]["write_partitions"] == 0
     assert sizing["realtime"] == {"executor_cores": 2, "cores_max": 6, "executor_memory": "3072m"}
     assert sizing["survives_worker_loss"] is True
 
@@ -84,7 +87,7 @@ def test_a_cluster_the_inventory_does_not_describe_takes_the_fallback_sizes() ->
     }
     explicit = {"archive": {"cores_max": 12}}
     sizing = spark_consumer_sizing({}, {**REALTIME, "fallback": fallback, "explicit": explicit})
-    assert sizing["archive"] == {**fallback["archive"], "cores_max": 12, "min_partitions": 0}
+    assert sizing["archive"] == {**fallback["archive"], "cores_max": 12, "min_partitions": 0, "write_partitions": 0}
     assert sizing["realtime"] == fallback["realtime"]
     assert sizing["problems"] == []
 

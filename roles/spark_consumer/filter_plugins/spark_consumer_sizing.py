@@ -18,8 +18,9 @@ The rules, in order:
   (two of each application with two workers), an archive core counting twice a low-latency core (the archive
   keeps windowed state and buffers Parquet; the low-latency tasks only forward records). Each executor gets at
   least 512 MiB, Spark's floor being 450.
-- The windowed counts' shuffle partitions equal the archive's cores, and the Kafka source is asked to split
-  its partitions (minPartitions) when there are fewer input partitions than archive cores.
+- The windowed counts' shuffle partitions equal the archive's cores. The Kafka source is asked to split its
+  partitions (minPartitions) when there are fewer input partitions than archive cores, and each batch is
+  coalesced to as many tasks (and Parquet files) as the archive has cores when there are more.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def spark_consumer_sizing(workers: Mapping[str, Mapping[str, int]], settings: Ma
     executor_memory}}; 0 or "" in explicit means derive; fallback is used when no worker is known, a cluster
     the inventory does not describe).
 
-    Returns {"archive": {executor_cores, cores_max, executor_memory, shuffle_partitions, min_partitions},
+    Returns {"archive": {executor_cores, cores_max, executor_memory, shuffle_partitions, min_partitions,
+    write_partitions},
     "realtime": {executor_cores, cores_max, executor_memory}, "survives_worker_loss": bool, "summary": str,
     "problems": [str]}.
     """
@@ -88,6 +90,7 @@ def spark_consumer_sizing(workers: Mapping[str, Mapping[str, int]], settings: Ma
         fallback = settings.get("fallback") or {}
         archive = _with_explicit(dict(fallback.get("archive") or {}), explicit.get("archive") or {})
         archive.setdefault("min_partitions", 0)
+        archive.setdefault("write_partitions", 0)
         realtime = _with_explicit(dict(fallback.get("realtime") or {}), explicit.get("realtime") or {})
         return {
             "archive": archive,
@@ -148,6 +151,7 @@ def spark_consumer_sizing(workers: Mapping[str, Mapping[str, int]], settings: Ma
         explicit.get("archive") or {},
     )
     archive["min_partitions"] = int(archive["cores_max"]) if partitions < int(archive["cores_max"]) else 0
+    archive["write_partitions"] = int(archive["cores_max"]) if partitions > int(archive["cores_max"]) else 0
     realtime = _with_explicit(
         {"executor_cores": max(1, rt_executor), "cores_max": max(1, rt_need), "executor_memory": f"{split[1] or 512}m"},
         explicit.get("realtime") or {},

@@ -42,6 +42,18 @@ class JobConfig:
     # Spark tasks to split the input partitions into when there are fewer of them than the archive's cores
     # (the Kafka source's minPartitions); 0: one task per Kafka partition.
     min_partitions: int = 0
+    # Tasks (and so Parquet files) per batch of the archive and the quarantine when there are more input
+    # partitions than the archive's cores (coalesced); 0: one per Kafka partition.
+    write_partitions: int = 0
+    # The quarantine's and the windowed counts' own triggers (empty: trigger_interval). Malformed records are
+    # rare and the counts wait for the watermark anyway: fewer batches of theirs leave the cores to the archive.
+    quarantine_trigger_interval: str = ""
+    metrics_trigger_interval: str = ""
+
+    def trigger_for(self, query: str) -> str:
+        """The trigger interval of one of the job's queries."""
+        own = {"quarantine": self.quarantine_trigger_interval, "metrics": self.metrics_trigger_interval}
+        return own.get(query) or self.trigger_interval
 
     def checkpoint_for(self, query: str) -> str:
         """Each streaming query keeps its own checkpoint under the job's checkpoint path."""
@@ -77,11 +89,16 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
     max_offsets = int(_get(data, "kafka.max_offsets_per_trigger", int))
     if max_offsets < 0:
         raise ConfigError(f"kafka.max_offsets_per_trigger must be >= 0 (0: no limit), got {max_offsets}")
-    min_partitions = data.get("kafka", {}).get("min_partitions", 0)
-    if isinstance(min_partitions, bool) or not isinstance(min_partitions, int) or min_partitions < 0:
-        raise ConfigError(
-            f"kafka.min_partitions must be an integer >= 0 (0: one task per partition), got {min_partitions!r}"
-        )
+    counts = {}
+    for section, key in (("kafka", "min_partitions"), ("stream", "write_partitions")):
+        value = data.get(section, {}).get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{section}.{key} must be an integer >= 0 (0: one task per partition), got {value!r}")
+        counts[key] = value
+    own_triggers = {
+        key: _interval(data, f"stream.{key}") if key in data.get("stream", {}) else ""
+        for key in ("quarantine_trigger_interval", "metrics_trigger_interval")
+    }
     options = data.get("kafka", {}).get("options", {})
     if not isinstance(options, Mapping):
         raise ConfigError("kafka.options must be a table of consumer properties")
@@ -105,7 +122,9 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
         checkpoint_path=paths["checkpoint"],
         status_path=str(_get(data, "paths.status", str)),
         kafka_options={str(k): str(v) for k, v in options.items()},
-        min_partitions=min_partitions,
+        min_partitions=counts["min_partitions"],
+        write_partitions=counts["write_partitions"],
+        **own_triggers,
     )
 
 

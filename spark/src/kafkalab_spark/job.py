@@ -79,7 +79,12 @@ def archived_records(spark: SparkSession, cfg: job_config.JobConfig) -> DataFram
 
 
 def start_queries(spark: SparkSession, cfg: job_config.JobConfig) -> list[StreamingQuery]:
-    parsed = parse_records(read_kafka(spark, cfg))
+    source = read_kafka(spark, cfg)
+    if cfg.write_partitions:
+        # As many tasks as the archive has cores, not one per Kafka partition: fewer, larger Parquet files and
+        # less per-task work for the same records.
+        source = source.coalesce(cfg.write_partitions)
+    parsed = parse_records(source)
     sinks: dict[str, tuple[DataFrame, str]] = {
         "records": (good_records(parsed), cfg.output_path),
         "quarantine": (quarantined(parsed), cfg.quarantine_path),
@@ -97,7 +102,7 @@ def start_queries(spark: SparkSession, cfg: job_config.JobConfig) -> list[Stream
             .outputMode("append")
             .option("path", path)
             .option("checkpointLocation", cfg.checkpoint_for(name))
-            .trigger(processingTime=cfg.trigger_interval)
+            .trigger(processingTime=cfg.trigger_for(name))
             .start()
         )
     return queries

@@ -172,7 +172,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 swept = point.get("latency_ms") or {}
                 deployed = " (deployed)" if point.get("deployed") else ""
                 out.append(
-                    f"    archive trigger {point.get('trigger_interval')}{deployed}: "
+                    f"    archive alone, trigger {point.get('trigger_interval')}{deployed}: "
                     f"p50 {num(swept.get('p50'))} ms, p99 {num(swept.get('p99'))} ms, "
                     f"{num(point.get('batches_per_min'), 1)} batches/min"
                 )
