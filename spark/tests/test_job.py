@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kafkalab_spark import job
 from kafkalab_spark.progress import StatusFile
 from test_progress import write_batch
@@ -47,22 +49,20 @@ class FakeQuery:
         self.isActive = False
 
 
-def test_a_stop_waits_for_the_running_batch_to_commit(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("busy_polls", "wait_s", "between_batches"),
+    [(3, 5.0, True), (10_000, 0.05, False)],
+    ids=["a-stop-waits-for-the-running-batch-to-commit", "a-batch-that-outlasts-the-wait-is-cut-off-and-said-so"],
+)
+def test_a_stop_lets_the_running_batch_commit_within_the_wait(
+    busy_polls: int, wait_s: float, between_batches: bool, tmp_path: Path
+) -> None:
     status = StatusFile(tmp_path / "status.json", {})
-    query = FakeQuery(busy_polls=3)
-    job.stop_between_batches(query, status, deadline=time.monotonic() + 5, poll_s=0.01)  # type: ignore[arg-type]
-    assert query.stopped_while_busy is False
+    query = FakeQuery(busy_polls=busy_polls)
+    job.stop_between_batches(query, status, deadline=time.monotonic() + wait_s, poll_s=0.01)  # type: ignore[arg-type]
+    assert query.stopped_while_busy is not between_batches
     stopped = json.loads((tmp_path / "status.json").read_text())["queries"]["records"]["stopped"]
-    assert (stopped["after_batch"], stopped["between_batches"]) == (7, True)
-
-
-def test_a_batch_that_outlasts_the_wait_is_cut_off_and_said_so(tmp_path: Path) -> None:
-    status = StatusFile(tmp_path / "status.json", {})
-    query = FakeQuery(busy_polls=10_000)
-    job.stop_between_batches(query, status, deadline=time.monotonic() + 0.05, poll_s=0.01)  # type: ignore[arg-type]
-    assert query.stopped_while_busy is True
-    stopped = json.loads((tmp_path / "status.json").read_text())["queries"]["records"]["stopped"]
-    assert stopped["between_batches"] is False
+    assert (stopped["after_batch"], stopped["between_batches"]) == (7, between_batches)
 
 
 class FakeStreams:
