@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kafkalab_spark import job
 from kafkalab_spark.progress import StatusFile
 from test_progress import write_batch
