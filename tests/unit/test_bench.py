@@ -461,7 +461,14 @@ def sample_doc() -> dict[str, Any]:
                 "executor_memory": "768m",
                 "realtime": {"mode": "realtime", "batch_duration": "30 seconds"},
             },
-            "backlog": {"records": 60000, "rows_per_s": 21000.0, "batches": 1, "busy_s": 2.9, "of_raw_consumer": 0.5},
+            "backlog": {
+                "records": 60000,
+                "rows_per_s": 21000.0,
+                "batches": 1,
+                "busy_s": 2.9,
+                "of_raw_consumer": 0.5,
+                "after_the_first_batch": {"rows_per_s": 25200.0, "of_raw_consumer": 0.6},
+            },
             "steady": {
                 "rate_per_s": 500,
                 "seconds": 60,
@@ -511,7 +518,10 @@ def test_table_shows_settings_machine_and_each_figure() -> None:
 
 def test_table_shows_both_spark_paths_latencies_and_the_share_of_the_raw_consumer() -> None:
     table = report.render_table(sample_doc())
-    assert "21,000 processed rows/s (1 batches, 2.9 s busy; 50.0% of the raw consumer)" in table
+    assert (
+        "21,000 processed rows/s (1 batches, 2.9 s busy; 50.0% of the raw consumer); after the first batch "
+        "(JVM warm-up) 25,200 rows/s, 60.0%"
+    ) in table
     assert "produce-to-Parquet p50 1,200 ms, p95 2,100 ms, p99 2,600 ms" in table
     assert "low-latency path (realtime), same stream: produce-to-output p50 150 ms, p95 300 ms, p99 420 ms" in table
     assert "archive alone, trigger 1 second (deployed): p50 1,200 ms, p99 2,600 ms, 55.5 batches/min" in table

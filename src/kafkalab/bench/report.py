@@ -162,7 +162,9 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 f"executor {s.get('executor_memory')}",
                 f"  backlog of {num(backlog.get('records'))} drained: {num(backlog.get('rows_per_s'))} "
                 f"processed rows/s ({backlog.get('batches')} batches, {num(backlog.get('busy_s'), 1)} s busy; "
-                f"{_pct(backlog.get('of_raw_consumer'))} of the raw consumer)",
+                f"{_pct(backlog.get('of_raw_consumer'))} of the raw consumer); after the first batch (JVM warm-up) "
+                f"{num((backlog.get('after_the_first_batch') or {}).get('rows_per_s'))} rows/s, "
+                f"{_pct((backlog.get('after_the_first_batch') or {}).get('of_raw_consumer'))}",
                 f"  steady {num(steady.get('rate_per_s'))} records/s for {steady.get('seconds')} s: "
                 f"produce-to-Parquet p50 {num(lat.get('p50'))} ms, p95 {num(lat.get('p95'))} ms, "
                 f"p99 {num(lat.get('p99'))} ms ({num(steady.get('records'))} records, "
