@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_INVENTORY := inventories/lab
+# The Debian release of the lab's and molecule's hosts (images/releases.yml): bookworm (Debian 12, the
+# default) or trixie (Debian 13), e.g. `make lab LAB_RELEASE=trixie`. Each release has its own image.
+LAB_RELEASE ?= $(or $(KAFKALAB_RELEASE),bookworm)
+export KAFKALAB_RELEASE := $(LAB_RELEASE)
 # The Kafka release is pinned once, in the lab inventory; the artifact step reads it from there.
 KAFKA_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
 KAFKA_SCALA := $(shell sed -n 's/^kafka_scala_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
@@ -55,7 +59,7 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 engine: venv  ## a running Docker engine (installs docker.io if needed)
 	$(BIN)/python -m kafkalab.lab engine
 
-image: engine  ## the Debian 12 systemd base image, built once with debootstrap
+image: engine  ## the systemd base image of LAB_RELEASE (Debian 12 by default), built once with debootstrap
 	$(BIN)/python -m kafkalab.lab image
 
 lab-up: image  ## start the lab hosts (systemd containers) named in the lab inventory

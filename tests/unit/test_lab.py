@@ -19,6 +19,7 @@ from kafkalab.lab import common, hosts, image, systemd_host
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMD_HOST = systemd_host.load_systemd_host(ROOT)
+IMAGE = "kafkalab/debian12:latest"
 RECIPE = image.Recipe(
     suite="bookworm",
     packages=("systemd", "python3", "openssh-server"),
@@ -44,7 +45,7 @@ def inventory(**overrides: Any) -> dict[str, Any]:
 
 
 def test_run_args_start_systemd_with_the_working_flag_set_and_never_privileged() -> None:
-    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST)
+    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST, IMAGE)
     assert args[:3] == ["docker", "run", "--detach"]
     assert "--privileged" not in args
     assert args[-2:] == ["kafkalab/debian12:latest", "/lib/systemd/systemd"]
@@ -63,7 +64,7 @@ def test_run_args_start_systemd_with_the_working_flag_set_and_never_privileged()
 
 
 def test_run_args_pin_name_hostname_address_and_label() -> None:
-    args = hosts.docker_run_args(hosts.LabHost("kafka2", "10.231.0.12"), "kafkalab", SYSTEMD_HOST)
+    args = hosts.docker_run_args(hosts.LabHost("kafka2", "10.231.0.12"), "kafkalab", SYSTEMD_HOST, IMAGE)
 
     def value(flag: str) -> str:
         return args[args.index(flag) + 1]
@@ -79,9 +80,9 @@ def test_run_args_pin_name_hostname_address_and_label() -> None:
 def test_published_ports_stand_in_for_nat_in_front_of_a_host() -> None:
     spec = hosts.parse_inventory(inventory(kafka1={"lab_published_ports": ["127.0.0.1:19091:9094"]}))
     assert spec.hosts[0].publish == ("127.0.0.1:19091:9094",)
-    args = hosts.docker_run_args(spec.hosts[0], "kafkalab", SYSTEMD_HOST)
+    args = hosts.docker_run_args(spec.hosts[0], "kafkalab", SYSTEMD_HOST, IMAGE)
     assert args[args.index("--publish") + 1] == "127.0.0.1:19091:9094"
-    assert "--publish" not in hosts.docker_run_args(spec.hosts[1], "kafkalab", SYSTEMD_HOST)
+    assert "--publish" not in hosts.docker_run_args(spec.hosts[1], "kafkalab", SYSTEMD_HOST, IMAGE)
 
 
 def test_named_volumes_stand_in_for_a_shared_filesystem() -> None:
@@ -89,7 +90,7 @@ def test_named_volumes_stand_in_for_a_shared_filesystem() -> None:
     spec = hosts.parse_inventory(inventory(kafka1={"lab_volumes": shared}, kafka2={"lab_volumes": shared}))
     for host in spec.hosts[:2]:
         assert host.volumes == tuple(shared)
-        args = hosts.docker_run_args(host, "kafkalab", SYSTEMD_HOST)
+        args = hosts.docker_run_args(host, "kafkalab", SYSTEMD_HOST, IMAGE)
         # After the systemd host's own volumes (the cgroup mount), before the image.
         volumes = [args[i + 1] for i, a in enumerate(args) if a == "--volume"]
         assert volumes[-1] == shared[0] and len(volumes) == len(SYSTEMD_HOST.volumes) + 1
@@ -101,7 +102,8 @@ def test_named_volumes_stand_in_for_a_shared_filesystem() -> None:
 # ------------------------------------------------------------------ the systemd host definition, shared with molecule
 
 # How each molecule-plugins docker platform key is written on a `docker run` command line, worked out here
-# independently of the lab's code. image and command end the command line.
+# independently of the lab's code. The image (the release's, images/releases.yml) and the command end the
+# command line.
 DOCKER_RUN_FLAG = {
     "cgroupns_mode": "--cgroupns",
     "capabilities": "--cap-add",
@@ -118,9 +120,9 @@ def passes(args: list[str], flag: str, value: str) -> bool:
 
 def test_lab_run_args_carry_every_setting_of_systemd_host_yml() -> None:
     settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
-    assert set(settings) == {"image", "command", *DOCKER_RUN_FLAG}, "a key this test does not translate"
-    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST)
-    assert args[-2:] == [settings["image"], settings["command"]]
+    assert set(settings) == {"command", *DOCKER_RUN_FLAG}, "a key this test does not translate"
+    args = hosts.docker_run_args(hosts.LabHost("kafka1", "10.231.0.11"), "kafkalab", SYSTEMD_HOST, IMAGE)
+    assert args[-2:] == [IMAGE, settings["command"]]
     for key, flag in DOCKER_RUN_FLAG.items():
         values = settings[key] if isinstance(settings[key], list) else [settings[key]]
         for value in values:
@@ -146,6 +148,39 @@ def test_a_setting_the_lab_would_not_pass_to_docker_is_refused() -> None:
     settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
     with pytest.raises(common.LabError, match="privileged"):
         systemd_host.parse_systemd_host({**settings, "privileged": True})
+
+
+# ------------------------------------------------------------------ Debian releases (images/releases.yml)
+
+RELEASES = yaml.safe_load((ROOT / "images/releases.yml").read_text())
+
+
+def test_the_default_release_is_debian_12_and_each_release_has_an_image_of_its_own() -> None:
+    releases = image.parse_releases(RELEASES)
+    assert image.choose_release(releases, None) == image.Release("bookworm", IMAGE)
+    assert image.choose_release(releases, "trixie") == image.Release("trixie", "kafkalab/debian13:latest")
+    assert len({image.image_repository(name) for name in releases.values()}) == len(releases)
+
+
+def test_the_release_builds_the_recipe_of_its_own_suite() -> None:
+    recipe = image.load_recipe(ROOT, image.Release("trixie", "kafkalab/debian13:latest"))
+    assert recipe.suite == "trixie"
+    assert image.debootstrap_args(recipe, Path("/tmp/root"), "http://deb.debian.org/debian")[-3] == "trixie"
+
+
+def test_an_unknown_release_is_refused_naming_the_ones_there_are() -> None:
+    with pytest.raises(common.LabError, match=r"KAFKALAB_RELEASE=jessie: .*bookworm, trixie"):
+        image.choose_release(image.parse_releases(RELEASES), "jessie")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [[], {}, {"Bookworm": IMAGE}, {"bookworm": "kafkalab/debian12"}, {"bookworm": 12}],
+    ids=["not a mapping", "empty", "suite not lower case", "image without a tag", "image not a string"],
+)
+def test_a_malformed_releases_file_is_refused(data: object) -> None:
+    with pytest.raises(common.LabError, match=r"releases\.yml"):
+        image.parse_releases(data)
 
 
 def test_image_is_built_under_the_repository_of_the_name_the_hosts_use() -> None:
@@ -204,7 +239,7 @@ def test_package_list_ignores_comments_and_blank_lines() -> None:
 
 
 def test_project_recipe_has_what_ansible_and_the_roles_need() -> None:
-    recipe = image.load_recipe(ROOT)
+    recipe = image.load_recipe(ROOT, image.Release("bookworm", IMAGE))
     for package in ("systemd", "systemd-sysv", "python3", "python3-apt", "openssh-server", "sudo", "ufw"):
         assert package in recipe.packages
     assert 'CMD ["/lib/systemd/systemd"]' in recipe.import_changes

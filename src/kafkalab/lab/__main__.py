@@ -3,7 +3,8 @@
 Run as ``python -m kafkalab.lab {engine,image,up,down,status}`` from the repository root, as root.
 
 - ``engine``  makes sure a Docker engine answers (installs docker.io and starts dockerd if needed).
-- ``image``   builds ``kafkalab/debian12:<recipe hash>`` from debootstrap, without any registry.
+- ``image``   builds the release's image (``kafkalab/debian12:<recipe hash>`` for bookworm, images/releases.yml;
+              KAFKALAB_RELEASE picks another) from debootstrap, without any registry.
 - ``up``      starts one container per inventory host at its ``ansible_host`` address, reachable by SSH.
 - ``down``    removes the lab's containers and network (only what carries our label).
 - ``status``  prints one line per lab host.

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# The base image's recipe; its tidy.sh also marks the repository root (project_root).
-IMAGE_DIR = Path("images/debian12")
+# The base image's recipe (every Debian release's); its tidy.sh also marks the repository root (project_root).
+IMAGE_DIR = Path("images/debian")
 
 
 class LabError(Exception):
@@ -63,7 +63,7 @@ def project_root() -> Path:
     for candidate in (Path.cwd(), *Path.cwd().parents, *Path(__file__).resolve().parents):
         if (candidate / IMAGE_DIR / "tidy.sh").is_file():
             return candidate
-    raise LabError("cannot find the repository root (no images/debian12/tidy.sh): run from the repo")
+    raise LabError("cannot find the repository root (no images/debian/tidy.sh): run from the repo")
 
 
 def require_root(action: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from kafkalab.ansible_driver import AnsibleError, list_inventory
 from kafkalab.lab.common import LabError, ensure_tools, out, project_root, run, say
 from kafkalab.lab.engine import cmd_engine, docker_answers
-from kafkalab.lab.image import cmd_image, image_id
+from kafkalab.lab.image import cmd_image, image_id, load_release
 from kafkalab.lab.systemd_host import SystemdHost, load_systemd_host, systemd_run_flags
 
 # Every container and network `up` creates carries this label (value: the network name), so `down`
@@ -133,8 +133,8 @@ def container_name(network: str, host: str) -> str:
     return f"{network}-{host}"
 
 
-def docker_run_args(host: LabHost, network: str, systemd: SystemdHost) -> list[str]:
-    """The `docker run` command line for one lab host, started as molecule/systemd_host.yml says."""
+def docker_run_args(host: LabHost, network: str, systemd: SystemdHost, image: str) -> list[str]:
+    """The `docker run` command line for one lab host, started from image as molecule/systemd_host.yml says."""
     return [
         "docker", "run", "--detach",
         "--name", container_name(network, host.name),
@@ -147,7 +147,7 @@ def docker_run_args(host: LabHost, network: str, systemd: SystemdHost) -> list[s
         *(arg for spec in host.publish for arg in ("--publish", spec)),
         *systemd_run_flags(systemd),
         *(arg for volume in host.volumes for arg in ("--volume", volume)),
-        systemd.image,
+        image,
         systemd.command,
     ]  # fmt: skip
 
@@ -226,7 +226,7 @@ def ensure_key(root: Path) -> Path:
     return key
 
 
-def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost) -> None:
+def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost, image: str) -> None:
     name = container_name(spec.network, host.name)
     existing = inspect("container", name)
     if existing is None:
@@ -234,7 +234,7 @@ def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost) -> None
             if inspect("volume", volume.split(":", 1)[0]) is None:
                 run(volume_create_args(spec.network, volume), what=f"creating volume {volume}")
         say(f"starting {name} at {host.ip}")
-        run(docker_run_args(host, spec.network, systemd), what=f"starting container {name}")
+        run(docker_run_args(host, spec.network, systemd, image), what=f"starting container {name}")
         return
     labels = (existing.get("Config") or {}).get("Labels") or {}
     if labels.get(LAB_LABEL) != spec.network:
@@ -256,8 +256,8 @@ def ensure_container(spec: LabSpec, host: LabHost, systemd: SystemdHost) -> None
             f"{name} mounts {mounted or 'no volume'}, the inventory asks for {sorted(host.volumes) or 'none'} "
             "(lab_volumes): `python -m kafkalab.lab down` then `up`"
         )
-    if existing.get("Image") != image_id(systemd.image):
-        say(f"note: {name} runs an older base image; `down` then `up` to refresh it")
+    if existing.get("Image") != image_id(image):
+        say(f"note: {name} runs another base image than {image} (an older one, or another release); `down` then `up`")
     if not (existing.get("State") or {}).get("Running"):
         say(f"starting stopped container {name}")
         run(["docker", "start", name], what=f"starting container {name}")
@@ -313,6 +313,7 @@ def cmd_up(inventory: str) -> None:
     root = project_root()
     spec = read_inventory(inventory)
     systemd = load_systemd_host(root)
+    release = load_release(root)
     cmd_engine()
     cmd_image()
     ensure_tools({"ssh": "openssh-client"})
@@ -321,7 +322,7 @@ def cmd_up(inventory: str) -> None:
     public_key = key.with_suffix(".pub").read_bytes()
     # Start every container first so that they boot in parallel, then wait for each.
     for host in spec.hosts:
-        ensure_container(spec, host, systemd)
+        ensure_container(spec, host, systemd, release.image)
     for host in spec.hosts:
         name = container_name(spec.network, host.name)
         install_key(name, public_key)

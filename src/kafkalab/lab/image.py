@@ -1,9 +1,10 @@
-"""The lab's base image: Debian 12 with systemd, built with debootstrap and docker import, no registry.
+"""The lab's base image: Debian with systemd, built with debootstrap and docker import, no registry.
 
-The image is tagged with a hash of its recipe (package list, tidy script, import changes) and rebuilt only
-when the recipe changes; the debootstrap tree is cached as a tarball and reused while the suite and the
-package list stay the same. The name it is also tagged with (`:latest`) is the one molecule/systemd_host.yml
-gives the hosts.
+One recipe (images/debian/) builds each Debian release of images/releases.yml; KAFKALAB_RELEASE picks one
+(the file's first by default). The image is tagged with a hash of its recipe (release, package list, tidy
+script, import changes) and rebuilt only when the recipe changes; the debootstrap tree is cached as a tarball
+and reused while the release and the package list stay the same. The name it is also tagged with (`:latest`)
+is the release's name in images/releases.yml, the one the lab's and molecule's hosts start from.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from kafkalab.lab.common import IMAGE_DIR, LabError, ensure_tools, project_root, require_root, run, say
 from kafkalab.lab.engine import cmd_engine
 from kafkalab.lab.systemd_host import load_systemd_host
@@ -23,6 +26,47 @@ from kafkalab.lab.systemd_host import load_systemd_host
 RECIPE_LABEL = "kafkalab.recipe"
 IMAGE_CACHE = Path(".cache/images")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+RELEASES_FILE = Path("images/releases.yml")
+RELEASE_ENV = "KAFKALAB_RELEASE"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A Debian release the hosts can run: its suite (what debootstrap installs) and the image hosts start from."""
+
+    suite: str
+    image: str
+
+
+def parse_releases(data: object, source: str = str(RELEASES_FILE)) -> dict[str, str]:
+    """images/releases.yml: suite -> image name, in the file's order (the first is the default)."""
+    if not isinstance(data, dict) or not data:
+        raise LabError(f"{source} must map each Debian release (suite) to the name of its image")
+    for suite, name in data.items():
+        if not isinstance(suite, str) or not re.fullmatch(r"[a-z]+", suite):
+            raise LabError(f"{source}: {suite!r} is not a Debian suite name (bookworm, trixie, ...)")
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9./_-]+:[A-Za-z0-9._-]+", name):
+            raise LabError(f"{source}: {suite}: {name!r} is not an image name with a tag (kafkalab/debian13:latest)")
+    return dict(data)
+
+
+def choose_release(releases: dict[str, str], wanted: str | None) -> Release:
+    """The release KAFKALAB_RELEASE names (LAB_RELEASE for make), else the first of images/releases.yml."""
+    suite = wanted or next(iter(releases))
+    if suite not in releases:
+        raise LabError(
+            f"{RELEASE_ENV}={suite}: no such release in {RELEASES_FILE}; "
+            f"use one of {', '.join(releases)} (make lab LAB_RELEASE={next(iter(releases))})"
+        )
+    return Release(suite, releases[suite])
+
+
+def load_release(root: Path) -> Release:
+    try:
+        data = yaml.safe_load((root / RELEASES_FILE).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise LabError(f"cannot read {RELEASES_FILE}: {exc}") from exc
+    return choose_release(parse_releases(data), os.environ.get(RELEASE_ENV) or None)
 
 
 @dataclass(frozen=True)
@@ -109,11 +153,11 @@ def debian_mirrors(sources: str) -> tuple[str | None, str | None]:
     return main, security
 
 
-def load_recipe(root: Path) -> Recipe:
+def load_recipe(root: Path, release: Release) -> Recipe:
     image_dir = root / IMAGE_DIR
     packages = parse_package_list((image_dir / "packages").read_text())
     return Recipe(
-        suite="bookworm",
+        suite=release.suite,
         packages=packages,
         tidy_script=(image_dir / "tidy.sh").read_bytes(),
         import_changes=(
@@ -148,7 +192,7 @@ def image_id(ref: str) -> str | None:
 def bootstrap_tarball(root: Path, recipe: Recipe, mirror: str) -> Path:
     """The untouched debootstrap tree as a tarball, built once per (suite, packages)."""
     cache = root / IMAGE_CACHE
-    tarball = cache / f"debian12-bootstrap-{bootstrap_hash(recipe)}.tar"
+    tarball = cache / f"{recipe.suite}-bootstrap-{bootstrap_hash(recipe)}.tar"
     if tarball.is_file():
         say(f"reusing cached debootstrap tree {tarball.relative_to(root)}")
         return tarball
@@ -181,11 +225,13 @@ def tar_extract_args(tarball: Path, directory: Path) -> list[str]:
 
 
 def cmd_image(force: bool = False) -> str:
-    """Make sure kafkalab/debian12:<recipe hash> exists and the hosts' image (:latest) points at it; return the tag."""
+    """Make sure the release's image <name>:<recipe hash> exists (kafkalab/debian12:3a5... for bookworm) and the
+    name the hosts use (:latest) points at it; return the tag."""
     root = project_root()
-    recipe = load_recipe(root)
+    release = load_release(root)
+    recipe = load_recipe(root, release)
     # The name the hosts are started from; the build is also tagged with its recipe hash.
-    latest = load_systemd_host(root).image
+    latest = release.image
     tag = f"{image_repository(latest)}:{recipe_hash(recipe)}"
     cmd_engine()
     if image_exists(tag) and not force:
@@ -206,10 +252,10 @@ def cmd_image(force: bool = False) -> str:
             "KAFKALAB_MIRROR": mirror,
             "KAFKALAB_SECURITY_MIRROR": security or "",
         }
-        say("tidying the tree for containers (images/debian12/tidy.sh)")
+        say(f"tidying the tree for containers ({IMAGE_DIR}/tidy.sh)")
         tidy = subprocess.run(["sh", str(root / IMAGE_DIR / "tidy.sh"), str(rootfs)], env=env, capture_output=True)
         if tidy.returncode != 0:
-            raise LabError(f"images/debian12/tidy.sh failed:\n{tidy.stderr.decode(errors='replace')}")
+            raise LabError(f"{IMAGE_DIR}/tidy.sh failed:\n{tidy.stderr.decode(errors='replace')}")
         say(f"importing {tag}")
         changes = [*recipe.import_changes, f"LABEL {RECIPE_LABEL}={recipe_hash(recipe)}"]
         labelled = Recipe(recipe.suite, recipe.packages, recipe.tidy_script, tuple(changes))

@@ -2,8 +2,8 @@
 
 They are written once, in molecule/systemd_host.yml, as molecule-plugins docker platform keys. The molecule
 scenarios' create playbook (molecule/create.yml) applies them to every platform; this module reads the same
-file for `python -m kafkalab.lab`: `up` turns it into `docker run` flags, `image` builds the image it names
-with its command as CMD.
+file for `python -m kafkalab.lab`: `up` turns it into `docker run` flags, `image` builds the release's image
+(images/releases.yml) with its command as CMD.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ SYSTEMD_HOST_FILE = Path("molecule/systemd_host.yml")
 # The lab's alone: only the lab stops its containers, molecule's destroy kills its own.
 STOP_SIGNAL_FLAGS = ("--stop-signal", "SIGRTMIN+3")
 
-_TEXT_KEYS = ("image", "command", "cgroupns_mode")
+_TEXT_KEYS = ("command", "cgroupns_mode")
 _LIST_KEYS = ("capabilities", "security_opts", "volumes", "tmpfs")
 
 
@@ -32,7 +32,6 @@ _LIST_KEYS = ("capabilities", "security_opts", "volumes", "tmpfs")
 class SystemdHost:
     """molecule/systemd_host.yml: what every lab and molecule host is started with."""
 
-    image: str
     command: str
     cgroupns_mode: str
     capabilities: tuple[str, ...]
@@ -62,7 +61,6 @@ def parse_systemd_host(data: Any, source: str = str(SYSTEMD_HOST_FILE)) -> Syste
         if not isinstance(data[key], list) or not all(isinstance(item, str) for item in data[key]):
             raise LabError(f"{source}: {key} must be a list of strings, not {data[key]!r}")
     return SystemdHost(
-        image=data["image"],
         command=data["command"],
         cgroupns_mode=data["cgroupns_mode"],
         capabilities=tuple(data["capabilities"]),
