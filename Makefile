@@ -27,7 +27,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -61,6 +61,9 @@ engine: venv  ## a running Docker engine (installs docker.io if needed)
 
 image: engine  ## the systemd base image of LAB_RELEASE (Debian 12 by default), built once with debootstrap
 	$(BIN)/python -m kafkalab.lab image
+
+images: engine  ## the base image of every release the molecule scenarios run (and LAB_RELEASE's)
+	for release in $(MOLECULE_RELEASES); do KAFKALAB_RELEASE=$$release $(BIN)/python -m kafkalab.lab image || exit; done
 
 lab-up: image  ## start the lab hosts (systemd containers) named in the lab inventory
 	$(BIN)/python -m kafkalab.lab up --inventory $(LAB_INVENTORY)
@@ -125,20 +128,24 @@ unit: venv artifacts  ## unit tests: no containers (roles, tools, the Spark job 
 	$(BIN)/pytest -p no:cacheprovider tests/unit spark/tests -q
 
 MOLECULE_SCENARIOS := default zookeeper spark
+# A scenario whose hosts run another Debian release than LAB_RELEASE says so in its molecule.yml
+# (provisioner.env.KAFKALAB_RELEASE); each release's image is built once, by `images`.
+scenario_release = $(or $(shell sed -n 's/^ *KAFKALAB_RELEASE: *\([a-z]*\).*/\1/p' molecule/$(1)/molecule.yml),$(LAB_RELEASE))
+MOLECULE_RELEASES := $(sort $(LAB_RELEASE) $(foreach scenario,$(MOLECULE_SCENARIOS),$(call scenario_release,$(scenario))))
 
 molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))  ## molecule scenarios: default (KRaft), zookeeper (3.9 + ensemble), spark (job on a Spark node)
 
-# make test prepares the artifacts and the image once, as steps of their own, then sets MOLECULE_PREPARED.
-molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## one molecule scenario, e.g. make molecule-zookeeper
+# make test prepares the artifacts and the images once, as steps of their own, then sets MOLECULE_PREPARED.
+molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## one molecule scenario, e.g. make molecule-zookeeper
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts image)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full): CI's migration, rollback, migration, finalization and upgrade, plus a ZooKeeper roll, a killed migration and a no-op finalize
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full): CI's migration, rollback, migration, finalization and upgrade, plus a ZooKeeper roll, a killed migration and a no-op finalize
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
-	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit image $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache

@@ -173,6 +173,14 @@ def test_an_unknown_release_is_refused_naming_the_ones_there_are() -> None:
         image.choose_release(image.parse_releases(RELEASES), "jessie")
 
 
+@pytest.mark.parametrize("scenario", sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml")))
+def test_a_scenario_names_only_a_release_there_is(scenario: str) -> None:
+    # The Makefile's `images` reads the same key (scenario_release) to build every release a scenario runs.
+    config = yaml.safe_load((ROOT / "molecule" / scenario / "molecule.yml").read_text())
+    wanted = (config["provisioner"].get("env") or {}).get("KAFKALAB_RELEASE")
+    assert wanted is None or wanted in RELEASES
+
+
 @pytest.mark.parametrize(
     "data",
     [[], {}, {"Bookworm": IMAGE}, {"bookworm": "kafkalab/debian12"}, {"bookworm": 12}],
