@@ -21,10 +21,15 @@ def hostvars(host: Any) -> dict[str, Any]:
     return dict(runner().get_variables(host.backend.get_hostname()))
 
 
-def test_java_runtime_is_installed(host: Any) -> None:
+# The OpenJDK each Debian release ships (roles/java/vars/Debian-<major>.yml): 12 has 17, 13 has only 21.
+DEBIAN_JAVA = {"12": "17", "13": "21"}
+
+
+def test_java_runtime_is_the_releases_openjdk(host: Any) -> None:
+    release = host.file("/etc/debian_version").content_string.strip().split(".")[0]
     result = host.run("java -version")
     assert result.rc == 0
-    assert 'version "17' in result.stderr or 'version "21' in result.stderr
+    assert f'version "{DEBIAN_JAVA[release]}' in result.stderr, (release, result.stderr)
 
 
 def test_kafka_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
