@@ -45,7 +45,7 @@ def parse_releases(data: object, source: str = str(RELEASES_FILE)) -> dict[str, 
     for suite, name in data.items():
         if not isinstance(suite, str) or not re.fullmatch(r"[a-z]+", suite):
             raise LabError(f"{source}: {suite!r} is not a Debian suite name (bookworm, trixie, ...)")
-        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9./_-]+:[A-Za-z0-9._-]+", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9./:_-]+:[A-Za-z0-9._-]+", name):
             raise LabError(f"{source}: {suite}: {name!r} is not an image name with a tag (kafkalab/debian13:latest)")
     return dict(data)
 
