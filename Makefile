@@ -8,9 +8,10 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_INVENTORY := inventories/lab
-# The Debian release of the lab's and molecule's hosts (images/releases.yml): bookworm (Debian 12, the
-# default) or trixie (Debian 13), e.g. `make lab LAB_RELEASE=trixie`. Each release has its own image.
-LAB_RELEASE ?= $(or $(KAFKALAB_RELEASE),bookworm)
+# The Debian release of the lab's and molecule's hosts (images/releases.yml, whose first entry is the
+# default): bookworm (Debian 12) or trixie (Debian 13), e.g. `make lab LAB_RELEASE=trixie`. Each release
+# has its own image.
+LAB_RELEASE ?= $(or $(KAFKALAB_RELEASE),$(shell sed -n 's/^\([a-z][a-z]*\):.*/\1/p' images/releases.yml | head -n 1))
 export KAFKALAB_RELEASE := $(LAB_RELEASE)
 # The Kafka release is pinned once, in the lab inventory; the artifact step reads it from there.
 KAFKA_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/kafka.yml)
@@ -140,7 +141,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## one molecule s
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full): CI's migration, rollback, migration, finalization and upgrade, plus a ZooKeeper roll, a killed migration and a no-op finalize
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full, ~50 min): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 # The base image's recipe (every Debian release's); its tidy.sh also marks the repository root (project_root).
 IMAGE_DIR = Path("images/debian")
 
@@ -50,6 +52,14 @@ def run(
             f"{what or 'command'} failed (exit {proc.returncode}): {' '.join(cmd)}" + (f"\n{detail}" if detail else "")
         )
     return proc
+
+
+def read_yaml(root: Path, relative: Path) -> object:
+    """The YAML document at root/relative (a file of the repository's), or LabError naming it and why."""
+    try:
+        return yaml.safe_load((root / relative).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise LabError(f"cannot read {relative}: {exc}") from exc
 
 
 def out(cmd: Sequence[str], **kwargs: Any) -> str:

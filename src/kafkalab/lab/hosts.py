@@ -315,7 +315,7 @@ def cmd_up(inventory: str) -> None:
     systemd = load_systemd_host(root)
     release = load_release(root)
     cmd_engine()
-    cmd_image()
+    cmd_image(release=release)
     ensure_tools({"ssh": "openssh-client"})
     ensure_network(spec)
     key = ensure_key(root)

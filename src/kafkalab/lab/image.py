@@ -17,9 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from kafkalab.lab.common import IMAGE_DIR, LabError, ensure_tools, project_root, require_root, run, say
+from kafkalab.lab.common import IMAGE_DIR, LabError, ensure_tools, project_root, read_yaml, require_root, run, say
 from kafkalab.lab.engine import cmd_engine
 from kafkalab.lab.systemd_host import load_systemd_host
 
@@ -62,11 +60,7 @@ def choose_release(releases: dict[str, str], wanted: str | None) -> Release:
 
 
 def load_release(root: Path) -> Release:
-    try:
-        data = yaml.safe_load((root / RELEASES_FILE).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise LabError(f"cannot read {RELEASES_FILE}: {exc}") from exc
-    return choose_release(parse_releases(data), os.environ.get(RELEASE_ENV) or None)
+    return choose_release(parse_releases(read_yaml(root, RELEASES_FILE)), os.environ.get(RELEASE_ENV) or None)
 
 
 @dataclass(frozen=True)
@@ -224,11 +218,11 @@ def tar_extract_args(tarball: Path, directory: Path) -> list[str]:
     return ["tar", *TAR_KEEP, "-C", str(directory), "-xf", str(tarball)]
 
 
-def cmd_image(force: bool = False) -> str:
+def cmd_image(force: bool = False, release: Release | None = None) -> str:
     """Make sure the release's image <name>:<recipe hash> exists (kafkalab/debian12:3a5... for bookworm) and the
-    name the hosts use (:latest) points at it; return the tag."""
+    name the hosts use (:latest) points at it; return the tag. The release is KAFKALAB_RELEASE's unless given."""
     root = project_root()
-    release = load_release(root)
+    release = release or load_release(root)
     recipe = load_recipe(root, release)
     # The name the hosts are started from; the build is also tagged with its recipe hash.
     latest = release.image

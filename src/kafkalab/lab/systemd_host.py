@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kafkalab.lab.common import LabError
+from kafkalab.lab.common import LabError, read_yaml
 
 SYSTEMD_HOST_FILE = Path("molecule/systemd_host.yml")
 
@@ -71,11 +69,7 @@ def parse_systemd_host(data: Any, source: str = str(SYSTEMD_HOST_FILE)) -> Syste
 
 
 def load_systemd_host(root: Path) -> SystemdHost:
-    try:
-        data = yaml.safe_load((root / SYSTEMD_HOST_FILE).read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise LabError(f"cannot read {SYSTEMD_HOST_FILE}: {exc}") from exc
-    return parse_systemd_host(data)
+    return parse_systemd_host(read_yaml(root, SYSTEMD_HOST_FILE))
 
 
 def systemd_run_flags(systemd: SystemdHost) -> list[str]:
