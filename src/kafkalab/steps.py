@@ -5,6 +5,11 @@ Every step runs even after one fails (a red lint should not hide a red scenario)
 non-zero if any step failed. Each step's output is also kept in .cache/steps/<step>.log, and after the
 table every failed step's failure lines are printed again (fatal tasks, failed tests, assertion
 messages), so the end of a long CI log says why, not only where.
+
+Targets joined by "+" (`unit+images`) run side by side: a CPU-bound step beside one that mostly waits on
+the network or the disk (debootstrap). The first one's output streams to the terminal; each other one's is
+printed when the group ends. The table gives each its own time, and the total counts the group's wall time
+once.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class Step:
     name: str
     seconds: float
     returncode: int
+    # The steps that ran side by side with this one (the same group), if any.
+    beside: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -50,11 +57,21 @@ def table(steps: Sequence[Step]) -> str:
     rows = [f"{'step':<{width}}  {'wall time':>12}  result", f"{'-' * width}  {'-' * 12}  ------"]
     rows += [
         f"{s.name:<{width}}  {fmt_minutes(s.seconds):>12}  {'ok' if s.ok else f'FAILED ({s.returncode})'}"
+        + (f"  (beside {', '.join(s.beside)})" if s.beside else "")
         for s in steps
     ]
     failed = sum(not s.ok for s in steps)
-    rows.append(f"{'total':<{width}}  {fmt_minutes(sum(s.seconds for s in steps)):>12}  {failed} failed")
+    rows.append(f"{'total':<{width}}  {fmt_minutes(wall_seconds(steps)):>12}  {failed} failed")
     return "\n".join(rows)
+
+
+def wall_seconds(steps: Sequence[Step]) -> float:
+    """The run's wall time: steps that ran side by side count once, as the longest of them."""
+    groups: dict[frozenset[str], float] = {}
+    for s in steps:
+        key = frozenset((s.name, *s.beside))
+        groups[key] = max(groups.get(key, 0.0), s.seconds)
+    return sum(groups.values())
 
 
 def failure_lines(text: str, limit: int = 40, width: int = 300) -> list[str]:
@@ -79,19 +96,45 @@ def run_step(target: str, make: str, log: Path) -> int:
         return proc.wait()
 
 
+def run_beside(targets: Sequence[str], make: str) -> list[Step]:
+    """Run the targets side by side: the first one streams, the others' logs are printed once all have ended."""
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    print(f"\n==> make {targets[0]} (beside it, output at its end: {', '.join(targets[1:])})", flush=True)
+    started = time.monotonic()
+    others = []
+    for target in targets[1:]:
+        log = (LOG_DIR / f"{target}.log").open("wb")
+        cmd = [make, "--no-print-directory", target]
+        others.append((target, log, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)))
+    code = run_step(targets[0], make, LOG_DIR / f"{targets[0]}.log")
+    results = {targets[0]: (time.monotonic() - started, code)}
+    for target, log, proc in others:
+        other_code = proc.wait()
+        results[target] = (time.monotonic() - started, other_code)
+        log.close()
+        print(f"\n==> make {target} (ran beside {targets[0]}), its output:", flush=True)
+        sys.stdout.write((LOG_DIR / f"{target}.log").read_text(encoding="utf-8", errors="replace"))
+        sys.stdout.flush()
+    return [Step(t, seconds, rc, tuple(o for o in targets if o != t)) for t, (seconds, rc) in results.items()]
+
+
 def run_steps(targets: Sequence[str], make: str = "make") -> list[Step]:
-    steps = []
-    for target in targets:
-        print(f"\n==> make {target}", flush=True)
+    steps: list[Step] = []
+    for token in targets:
+        group = [t for t in token.split("+") if t]
+        if len(group) > 1:
+            steps += run_beside(group, make)
+            continue
+        print(f"\n==> make {token}", flush=True)
         started = time.monotonic()
-        code = run_step(target, make, LOG_DIR / f"{target}.log")
-        steps.append(Step(target, time.monotonic() - started, code))
+        code = run_step(token, make, LOG_DIR / f"{token}.log")
+        steps.append(Step(token, time.monotonic() - started, code))
     return steps
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("targets", nargs="+", help="make targets, run in this order")
+    parser.add_argument("targets", nargs="+", help="make targets, run in this order; a+b: a and b side by side")
     args = parser.parse_args(argv)
     steps = run_steps(args.targets)
     for step in steps:

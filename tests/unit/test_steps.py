@@ -54,3 +54,30 @@ def test_a_failed_steps_failure_lines_are_printed_again_after_it(
 def test_failure_lines_keep_the_last_ones() -> None:
     text = "\n".join(f"fatal: [h{i}]: FAILED!" for i in range(50))
     assert steps.failure_lines(text, limit=3) == [f"fatal: [h{i}]: FAILED!" for i in (47, 48, 49)]
+
+
+def test_steps_joined_by_plus_run_side_by_side_and_count_once_in_the_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each waits for the other's file: they finish only if they run at the same time.
+    makefile = tmp_path / "Makefile"
+    makefile.write_text(
+        "a:\n\t@touch a-started; for i in $$(seq 100); do [ -e b-started ] && exit 0; sleep 0.1; done; exit 7\n"
+        "b:\n\t@touch b-started; for i in $$(seq 100); do [ -e a-started ] && echo b-saw-a && exit 0; sleep 0.1; done;"
+        " exit 7\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert steps.main(["a+b"]) == 0
+    out = capsys.readouterr().out
+    assert "b-saw-a" in out
+    assert "(beside b)" in out and "(beside a)" in out
+
+
+def test_the_total_counts_a_side_by_side_group_once() -> None:
+    ran = [
+        steps.Step("lint", 60.0, 0),
+        steps.Step("unit", 200.0, 0, ("images",)),
+        steps.Step("images", 150.0, 0, ("unit",)),
+    ]
+    assert steps.wall_seconds(ran) == 260.0
+    assert steps.table(ran).splitlines()[-1].split()[:5] == ["total", "4", "min", "20", "s"]
