@@ -141,7 +141,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## one molecule s
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey (KAFKALAB_JOURNEY=full, ~50 min): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about an hour): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
