@@ -9,6 +9,13 @@ import pytest
 from kafkalab import steps
 
 
+def run_makefile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, makefile: str, targets: list[str]) -> int:
+    """steps.main over `targets` of a Makefile with this text, in tmp_path."""
+    (tmp_path / "Makefile").write_text(makefile)
+    monkeypatch.chdir(tmp_path)
+    return steps.main(targets)
+
+
 def test_table_lists_each_step_its_time_and_result_then_the_total() -> None:
     text = steps.table([steps.Step("lint", 61.4, 0), steps.Step("molecule-default", 605.0, 2)])
     lines = text.splitlines()
@@ -20,10 +27,7 @@ def test_table_lists_each_step_its_time_and_result_then_the_total() -> None:
 def test_every_step_runs_after_a_failure_and_the_run_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    makefile = tmp_path / "Makefile"
-    makefile.write_text("bad:\n\t@exit 3\ngood:\n\t@touch ran-good\n")
-    monkeypatch.chdir(tmp_path)
-    code = steps.main(["bad", "good"])
+    code = run_makefile(tmp_path, monkeypatch, "bad:\n\t@exit 3\ngood:\n\t@touch ran-good\n", ["bad", "good"])
     assert code == 1
     assert (tmp_path / "ran-good").exists()
     out = capsys.readouterr().out
@@ -34,16 +38,14 @@ def test_every_step_runs_after_a_failure_and_the_run_fails(
 def test_a_failed_steps_failure_lines_are_printed_again_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    makefile = tmp_path / "Makefile"
-    makefile.write_text(
+    makefile = (
         "bad:\n"
         "\t@echo 'TASK [kafka : Gate after the start] ok'\n"
         # molecule's frame (the box-drawing bar) and a colour around it
         '\t@printf \'  \\342\\224\\202 \\033[31mfatal: [kafka1]: FAILED! => {"msg": "node 1 down"}\\033[0m\\n\'\n'
         "\t@exit 3\n"
     )
-    monkeypatch.chdir(tmp_path)
-    assert steps.main(["bad"]) == 1
+    assert run_makefile(tmp_path, monkeypatch, makefile, ["bad"]) == 1
     out = capsys.readouterr().out
     why = out[out.index("Why bad failed") :]
     assert 'fatal: [kafka1]: FAILED! => {"msg": "node 1 down"}' in why
@@ -60,14 +62,12 @@ def test_steps_joined_by_plus_run_side_by_side_and_count_once_in_the_total(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Each waits for the other's file: they finish only if they run at the same time.
-    makefile = tmp_path / "Makefile"
-    makefile.write_text(
+    makefile = (
         "a:\n\t@touch a-started; for i in $$(seq 100); do [ -e b-started ] && exit 0; sleep 0.1; done; exit 7\n"
         "b:\n\t@touch b-started; for i in $$(seq 100); do [ -e a-started ] && echo b-saw-a && exit 0; sleep 0.1; done;"
         " exit 7\n"
     )
-    monkeypatch.chdir(tmp_path)
-    assert steps.main(["a+b"]) == 0
+    assert run_makefile(tmp_path, monkeypatch, makefile, ["a+b"]) == 0
     out = capsys.readouterr().out
     assert "b-saw-a" in out
     assert "(beside b)" in out and "(beside a)" in out
