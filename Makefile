@@ -145,9 +145,9 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeepe
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
-# The images (debootstrap: mostly network and disk) build beside the unit tests (CPU).
+# The images (debootstrap: mostly network and disk) build beside the unit tests and the linters (CPU).
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
-	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps lint artifacts unit+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache
