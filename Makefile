@@ -28,7 +28,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey journey-spark topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -146,6 +146,9 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeepe
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
 # The images (debootstrap: mostly network and disk) build beside the unit tests and the linters (CPU).
+journey-spark: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule spark with the job under change (KAFKALAB_JOURNEY=full, ~35 min): a lost worker host, a job upgrade, refused and new checkpoints
+	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s spark
+
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
 	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
