@@ -73,6 +73,13 @@ def disposable_cluster() -> bool:
 CHANGES_CLUSTER = "changes_cluster: applies playbooks to the cluster; runs only on disposable clusters (molecule, lab)"
 
 
+def deselect(config: pytest.Config, items: list[pytest.Item], leave_out: list[pytest.Item]) -> None:
+    """Take these items out of the run and report them as deselected (both suites' collection hooks)."""
+    if leave_out:
+        config.hook.pytest_deselected(items=leave_out)
+        items[:] = [item for item in items if item not in leave_out]
+
+
 def skip_unless_disposable(item: pytest.Item) -> None:
     """The pytest_runtest_setup of both suites: a test marked changes_cluster runs on a disposable cluster only."""
     if item.get_closest_marker("changes_cluster") and not disposable_cluster():

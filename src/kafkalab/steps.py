@@ -97,9 +97,11 @@ def run_step(target: str, make: str, log: Path) -> int:
 
 
 def run_beside(targets: Sequence[str], make: str) -> list[Step]:
-    """Run the targets side by side: the first one streams, the others' logs are printed once all have ended."""
+    """Run the targets side by side (one target: just it): the first one streams, the others' logs are printed
+    once all have ended."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
-    print(f"\n==> make {targets[0]} (beside it, output at its end: {', '.join(targets[1:])})", flush=True)
+    beside = f" (beside it, output at its end: {', '.join(targets[1:])})" if targets[1:] else ""
+    print(f"\n==> make {targets[0]}{beside}", flush=True)
     started = time.monotonic()
     others = []
     for target in targets[1:]:
@@ -121,14 +123,7 @@ def run_beside(targets: Sequence[str], make: str) -> list[Step]:
 def run_steps(targets: Sequence[str], make: str = "make") -> list[Step]:
     steps: list[Step] = []
     for token in targets:
-        group = [t for t in token.split("+") if t]
-        if len(group) > 1:
-            steps += run_beside(group, make)
-            continue
-        print(f"\n==> make {token}", flush=True)
-        started = time.monotonic()
-        code = run_step(token, make, LOG_DIR / f"{token}.log")
-        steps.append(Step(token, time.monotonic() - started, code))
+        steps += run_beside([t for t in token.split("+") if t], make)
     return steps
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
-from inventory_hosts import CHANGES_CLUSTER, group, node, runner, skip_unless_disposable  # noqa: E402
+from inventory_hosts import CHANGES_CLUSTER, deselect, group, node, runner, skip_unless_disposable  # noqa: E402
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:
@@ -111,10 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not any(item.get_closest_marker(m) for item in items for m in MODES):
         return
     mode = cluster_mode()
-    other = [item for item in items if any(item.get_closest_marker(m) for m in MODES if m != mode)]
-    if other:
-        config.hook.pytest_deselected(items=other)
-        items[:] = [item for item in items if item not in other]
+    deselect(config, items, [item for item in items if any(item.get_closest_marker(m) for m in MODES if m != mode)])
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from inventory_hosts import CHANGES_CLUSTER, group, node, skip_unless_disposable
+from inventory_hosts import CHANGES_CLUSTER, deselect, group, node, skip_unless_disposable
 
 CONFIG = "/etc/spark-consumer/job.toml"
 SUBMIT_CONFS = "/etc/spark-consumer"
@@ -87,7 +87,4 @@ UNDER_CHANGE = "test_spark_under_change.py"
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get("MOLECULE_INVENTORY_FILE") or os.environ.get("KAFKALAB_JOURNEY") == "full":
         return
-    later = [item for item in items if item.path.name == UNDER_CHANGE]
-    if later:
-        config.hook.pytest_deselected(items=later)
-        items[:] = [item for item in items if item not in later]
+    deselect(config, items, [item for item in items if item.path.name == UNDER_CHANGE])
