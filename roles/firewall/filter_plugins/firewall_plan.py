@@ -188,6 +188,10 @@ def firewall_plan(
         }
 
     plan: dict[str, dict[str, Any]] = {}
+    # Inventory hosts that reach one machine (one Kafka instance each, kafka_instance) share its ufw: one rule
+    # set, the union of theirs, applied by the first of them.
+    shared: dict[str, _Rules] = {}
+    machine_of = {host: inventory.machine(hostvars, host) for host in managed}
     for host in managed:
         enabled = setting(host, "firewall_enabled")
         if not isinstance(enabled, bool):
@@ -203,7 +207,7 @@ def firewall_plan(
                 "could not reach this host. List the networks you administer from (at least the controller's "
                 "address, e.g. 192.0.2.10/32), or set firewall_enabled: false for this host."
             )
-        rules = _Rules(own=addresses.get(host))
+        rules = shared.setdefault(machine_of[host], _Rules(own=addresses.get(host)))
         for net in networks[host]["admin"]:
             rules.add(net, ssh_port, "tcp", "ssh")
         extra = setting(host, "firewall_extra_rules") or []
@@ -232,7 +236,11 @@ def firewall_plan(
                     problems.append(f"{host}: service {name}: network {why}.")
                 elif own_net is not None:
                     rules.add(own_net, port, proto, name)
-        plan[host] = {"enabled": enabled, "address": addresses.get(host, ""), "rules": rules.ordered()}
+        plan[host] = {"enabled": enabled, "address": addresses.get(host, ""), "rules": []}
+    firsts = inventory.machine_firsts(hostvars, managed)
+    for host in managed:
+        plan[host]["rules"] = shared[machine_of[host]].ordered()
+        plan[host]["machine_first"] = host in firsts
     return {"hosts": plan, "problems": problems}
 
 

@@ -29,7 +29,9 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     as_int,
     checked_address,
     get,
+    instance_dirs,
     is_port,
+    machine,
     unique_ids,
     valid_address,
 )
@@ -68,6 +70,8 @@ MIGRATION_PHASES: dict[str, tuple[str, str]] = {
     "brokers_kraft": ("kraft", "migration"),
     "finalized": ("kraft", "kraft"),
 }
+# A Kafka instance's name (kafka_instance): it names the unit kafka@<name>, /etc/kafka/<name> and the data dirs.
+INSTANCE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 # The release line that migrates (the only one with both modes and the migration finished).
 MIGRATION_RELEASE = re.compile(r"^3\.9\.\d+$")
 
@@ -393,6 +397,78 @@ def _check_migration(
             )
 
 
+def _check_machines(
+    hostvars: Mapping[str, Any],
+    hosts: list[str],
+    nodes: dict[str, dict[str, Any]],
+    host_ports: dict[str, dict[int, str]],
+    zookeepers: list[str],
+    settings: Mapping[str, Any],
+    problems: list[str],
+) -> None:
+    """Inventory hosts that reach one machine (ansible_host) run one Kafka instance each: every one names its
+    instance, and no two share a name, a port (ZooKeeper's on that machine included) or a data dir."""
+    by_machine: dict[str, list[str]] = {}
+    for host in hosts:
+        by_machine.setdefault(nodes[host]["machine"], []).append(host)
+    for where, members in by_machine.items():
+        for host in members[1:]:
+            nodes[host]["machine_first"] = False
+        if len(members) < 2:
+            continue
+        plain = [h for h in members if not nodes[h]["instance"]]
+        if plain:
+            problems.append(
+                f"{', '.join(members)}: these inventory hosts reach one machine ({where}, their ansible_host) but "
+                f"{', '.join(plain)} set no kafka_instance, so two Kafka services would share one unit, one config "
+                "and one data dir. Give each host there its own kafka_instance (e.g. 1, 2, 3) in host_vars, or "
+                "point them at different machines."
+            )
+        named: dict[str, str] = {}
+        used: dict[int, str] = {}
+        for host in members:
+            node = nodes[host]
+            instance = node["instance"]
+            if instance and instance in named:
+                problems.append(
+                    f"{host}: kafka_instance '{instance}' is also {named[instance]}'s on machine {where}: each "
+                    f"instance on a machine needs its own name. Change kafka_instance of {host}."
+                )
+            named.setdefault(instance, host)
+            for port, listener in host_ports[host].items():
+                owner = f"{host} (instance {instance or '-'}, listener {listener})"
+                if port in used:
+                    problems.append(
+                        f"{host}: instance {instance or '-'} on machine {where} opens port {port} (listener "
+                        f"{listener}), which {used[port]} opens too. Give each instance its own ports: "
+                        f"kafka_listener_overrides.<LISTENER>.port and kafka_controller_port in host_vars/{host}."
+                    )
+                else:
+                    used[port] = owner
+        for zk in zookeepers:
+            if machine(hostvars, zk) != where:
+                continue
+            for what in ("client", "peer", "election"):
+                port = as_int(settings.get(f"zookeeper_{what}_port"))
+                if port in used:
+                    problems.append(
+                        f"{zk}: ZooKeeper's {what} port {port} on machine {where} is also opened by {used[port]}. "
+                        "Give the Kafka instance another port (kafka_listener_overrides / kafka_controller_port)."
+                    )
+        dirs = [(host, d) for host in members for d in nodes[host]["data_dirs"]]
+        for i, (host, one) in enumerate(dirs):
+            for other_host, other in dirs[i + 1 :]:
+                if other_host == host:
+                    continue
+                a, b = one.rstrip("/") + "/", other.rstrip("/") + "/"
+                if a.startswith(b) or b.startswith(a):
+                    problems.append(
+                        f"{host}: data dir {one} (instance {nodes[host]['instance'] or '-'}) overlaps {other} of "
+                        f"{other_host} on machine {where}: two instances would write one log dir. Each instance's "
+                        f"dirs are kafka_data_dirs plus its kafka_instance: give {host} dirs of its own."
+                    )
+
+
 def kafka_cluster_model(
     hostvars: Mapping[str, Any],
     controllers: Iterable[str],
@@ -472,15 +548,32 @@ def kafka_cluster_model(
     why_ids = "ZooKeeper mode refuses ids above reserved.broker.max.id" if zookeeper_mode else "KRaft node ids"
     node_ids = unique_ids(hostvars, hosts, "kafka_node_id", valid_ids, "every Kafka host", why_ids, problems, becomes)
     nodes: dict[str, dict[str, Any]] = {}
+    host_ports: dict[str, dict[int, str]] = {}
     for host in hosts:
         node_id = node_ids[host]
         address = checked_address(hostvars, host, KAFKA_ADDRESS, problems)
         overrides = _host_overrides(host, get(hostvars, host, "kafka_listener_overrides", {}), problems)
         host_listeners = _host_listeners(host, listeners, overrides, address, problems) if host in brokers else []
+        instance = str(get(hostvars, host, "kafka_instance", ""))
+        if instance and not INSTANCE_NAME.match(instance):
+            problems.append(
+                f"{host}: kafka_instance '{instance}' is not an instance name (1 to 32 letters, digits, _ or -): it "
+                f"names the unit kafka@<name>, /etc/kafka/<name> and the data dirs. Fix kafka_instance of {host}."
+            )
+            instance = ""
+        raw_port = get(hostvars, host, "kafka_controller_port")
+        controller_port = as_int(controller_listener.get("port"))
+        if raw_port is not None:
+            if is_port(raw_port):
+                controller_port = as_int(raw_port)
+            else:
+                problems.append(
+                    f"{host}: kafka_controller_port '{raw_port}' is not a TCP port number. Fix it in host_vars/{host}."
+                )
         ports: dict[int, str] = {}
         for item in [
             *host_listeners,
-            {"name": controller_listener.get("name"), "port": as_int(controller_listener.get("port"))},
+            {"name": controller_listener.get("name"), "port": controller_port},
         ]:
             if item["port"] is None:
                 continue
@@ -512,6 +605,8 @@ def kafka_cluster_model(
             stage = MIGRATION_PHASES[phase][0 if host in brokers else 1]
         else:
             stage = "kraft"
+        host_ports[host] = ports
+        host_dirs = get(hostvars, host, "kafka_data_dirs", settings.get("data_dirs"))
         nodes[host] = {
             "host": host,
             "node_id": node_id,
@@ -519,7 +614,20 @@ def kafka_cluster_model(
             "roles": roles,
             "listeners": host_listeners,
             "stage": stage,
+            # Several inventory hosts on one machine run one Kafka instance each (kafka@<instance>).
+            "instance": instance,
+            "machine": machine(hostvars, host),
+            "machine_first": True,
+            "controller_port": controller_port if host in controllers else None,
+            "data_dirs": instance_dirs(host_dirs if isinstance(host_dirs, list) else [], instance),
         }
+    _check_machines(hostvars, hosts, nodes, host_ports, zookeepers if (zookeeper_mode or phase) else [], settings, problems)
+    if phase and any(node["instance"] for node in nodes.values()):
+        problems.append(
+            f"the ZooKeeper -> KRaft migration (kafka_migration_phase {phase}) does not migrate clusters whose hosts "
+            f"run several Kafka instances (kafka_instance set on {', '.join(h for h in hosts if nodes[h]['instance'])}): "
+            "rebuild such a lab cluster in KRaft mode instead."
+        )
 
     advertised_by: dict[tuple[str, int], str] = {}
     for host in brokers:
@@ -547,7 +655,7 @@ def kafka_cluster_model(
 
     controller_port = as_int(controller_listener.get("port"))
     voters = ",".join(
-        f"{nodes[h]['node_id']}@{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes
+        f"{nodes[h]['node_id']}@{nodes[h]['address']}:{nodes[h]['controller_port']}" for h in controllers if h in nodes
     )
     bootstrap = ",".join(
         f"{item['advertised_host']}:{item['advertised_port']}"
@@ -555,7 +663,9 @@ def kafka_cluster_model(
         for item in nodes[h]["listeners"]
         if item["name"] == inter_broker_name
     )
-    controller_bootstrap = ",".join(f"{nodes[h]['address']}:{controller_port}" for h in controllers if h in nodes)
+    controller_bootstrap = ",".join(
+        f"{nodes[h]['address']}:{nodes[h]['controller_port']}" for h in controllers if h in nodes
+    )
     inter_broker_protocol = next(
         (str(item["protocol"]) for h in brokers for item in nodes[h]["listeners"] if item["name"] == inter_broker_name),
         "PLAINTEXT",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import instance_dirs
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import to_properties
 
 
@@ -55,7 +56,8 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
     else:
         if is_controller:
             bind = controller_listener.get("bind_host") or ""
-            listeners.append(f"{ctrl_name}://{bind}:{controller_listener['port']}")
+            port = node.get("controller_port") or controller_listener["port"]
+            listeners.append(f"{ctrl_name}://{bind}:{port}")
         # Every node must know the controller listener's protocol, brokers included, to reach the quorum.
         protocol_map[ctrl_name] = str(controller_listener.get("protocol", "PLAINTEXT"))
         props = {
@@ -80,7 +82,8 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
         {
             "listeners": ",".join(listeners),
             "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocol_map.items())),
-            "log.dirs": ",".join(settings["data_dirs"]),
+            # An instance's own dirs under the configured ones (kafka_instance: several on one machine).
+            "log.dirs": ",".join(instance_dirs(settings["data_dirs"], str(node.get("instance") or ""))),
         }
     )
     if is_broker:
@@ -134,15 +137,21 @@ def kafka_firewall_services(model: Mapping[str, Any], client_hosts: Iterable[str
                 }
             )
     if model.get("mode") != "zookeeper" and controllers:
-        services.append(
-            {
-                "name": "kafka controller quorum",
-                "hosts": controllers,
-                "port": model.get("controller_listener", {}).get("port"),
-                "from_hosts": list(dict.fromkeys([*controllers, *brokers])),
-                "from_networks": [],
-            }
-        )
+        # One record per port: instances on one machine each have their own (kafka_controller_port).
+        default_port = model.get("controller_listener", {}).get("port")
+        by_port: dict[Any, list[str]] = {}
+        for host in controllers:
+            by_port.setdefault(nodes[host].get("controller_port") or default_port, []).append(host)
+        for port, hosts in by_port.items():
+            services.append(
+                {
+                    "name": "kafka controller quorum",
+                    "hosts": hosts,
+                    "port": port,
+                    "from_hosts": list(dict.fromkeys([*controllers, *brokers])),
+                    "from_networks": [],
+                }
+            )
     return services
 
 

@@ -141,3 +141,33 @@ def unique_ids(
         else:
             seen[value] = host
     return ids
+
+
+def machine(hostvars: Mapping[str, Any], host: str) -> str:
+    """The machine an inventory host runs on: its ansible_host (and ansible_port), else its inventory name.
+
+    Several inventory hosts on one machine are the classroom layout: each runs one Kafka instance
+    (kafka_instance), and what the machine has once (packages, the release, ufw) is done by the first.
+    """
+    address = str(get(hostvars, host, "ansible_host") or host)
+    port = get(hostvars, host, "ansible_port")
+    return f"{address}:{port}" if port else address
+
+
+def machine_firsts(hostvars: Mapping[str, Any], hosts: Sequence[str]) -> list[str]:
+    """The first of `hosts` on each machine, in their order: the hosts that do a machine's shared work."""
+    seen: set[str] = set()
+    firsts = []
+    for host in hosts:
+        key = machine(hostvars, host)
+        if key not in seen:
+            seen.add(key)
+            firsts.append(host)
+    return firsts
+
+
+def instance_dirs(dirs: Sequence[str], instance: str) -> list[str]:
+    """An instance's own dirs under the configured ones (/var/lib/kafka/data -> /var/lib/kafka/data/2)."""
+    if not instance:
+        return list(dirs)
+    return [f"{str(item).rstrip('/')}/{instance}" for item in dirs]
