@@ -111,3 +111,45 @@ def run_playbook(playbook: str, args: Sequence[str] = (), timeout: float = 900) 
     return subprocess.run(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
     )
+
+
+# ---- several Kafka instances on one machine (kafka_instance) -------------------------------------------
+
+
+@cache
+def kafka_instance(name: str) -> str:
+    """The host's kafka_instance ('' for a plain host, which runs kafka.service from /etc/kafka)."""
+    return str(runner().get_variables(name).get("kafka_instance") or "")
+
+
+def kafka_unit(name: str) -> str:
+    """The systemd unit that runs this host's Kafka: kafka, or kafka@<instance>."""
+    instance = kafka_instance(name)
+    return f"kafka@{instance}" if instance else "kafka"
+
+
+def kafka_properties_path(name: str) -> str:
+    """The host's server.properties: /etc/kafka/server.properties, or /etc/kafka/<instance>/server.properties."""
+    instance = kafka_instance(name)
+    return f"/etc/kafka/{instance}/server.properties" if instance else "/etc/kafka/server.properties"
+
+
+@cache
+def machine(name: str) -> str:
+    """The machine an inventory host runs on (the roles' rule: its ansible_host, else its name)."""
+    variables = runner().get_variables(name)
+    address = str(variables.get("ansible_host") or name)
+    return f"{address}:{variables['ansible_port']}" if variables.get("ansible_port") else address
+
+
+def one_per_machine(names: Sequence[str]) -> list[str]:
+    """The first of `names` on each machine: where what a machine has once (ufw, its kernel) is checked."""
+    firsts: dict[str, str] = {}
+    for name in names:
+        firsts.setdefault(machine(name), name)
+    return list(firsts.values())
+
+
+def machine_mates(name: str, names: Sequence[str]) -> list[str]:
+    """The hosts of `names` on the same machine as `name` (itself included)."""
+    return [other for other in names if machine(other) == machine(name)]

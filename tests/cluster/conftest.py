@@ -35,7 +35,15 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
-from inventory_hosts import CHANGES_CLUSTER, deselect, group, node, runner, skip_unless_disposable  # noqa: E402
+from inventory_hosts import (  # noqa: E402
+    CHANGES_CLUSTER,
+    deselect,
+    group,
+    kafka_properties_path,
+    node,
+    runner,
+    skip_unless_disposable,
+)
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:
@@ -43,11 +51,15 @@ def read_properties(host: Any, path: str) -> dict[str, str]:
 
 
 def assert_java_service_runs(host: Any, unit: str, user: str, main_class: str) -> None:
-    """The unit is enabled and running, its JVM runs as its own user with the main class and an explicit heap."""
+    """The unit is enabled and running, its JVM runs as its own user with the main class and an explicit heap.
+
+    The unit's own process (systemd's MainPID): instances on one machine run several JVMs as one user."""
     service = host.service(unit)
     assert service.is_enabled
     assert service.is_running
-    proc = host.process.get(user=user, comm="java")
+    pid = int(host.check_output(f"systemctl show {unit} --property=MainPID --value"))
+    proc = host.process.get(pid=pid)
+    assert (proc.user, proc.comm) == (user, "java")
     assert main_class in proc.args
     assert "-Xmx" in proc.args
 
@@ -89,7 +101,7 @@ def kafka_nodes() -> list[str]:
 def cluster_mode() -> str:
     """The mode every Kafka node runs in, checked against the inventory's kafka_mode (default kraft)."""
     found = {
-        name: mode_of_properties(read_properties(node(name), "/etc/kafka/server.properties")) for name in kafka_nodes()
+        name: mode_of_properties(read_properties(node(name), kafka_properties_path(name))) for name in kafka_nodes()
     }
     wanted = {name: str(runner().get_variables(name).get("kafka_mode", "kraft")) for name in found}
     if set(found.values()) | set(wanted.values()) != {next(iter(found.values()))}:
@@ -140,7 +152,7 @@ def cluster(mode: str) -> Cluster:
     brokers = group("kafka_broker")
     controllers = group("kafka_controller") if mode == "kraft" else []
     props = {
-        name: read_properties(node(name), "/etc/kafka/server.properties") for name in sorted({*brokers, *controllers})
+        name: read_properties(node(name), kafka_properties_path(name)) for name in sorted({*brokers, *controllers})
     }
     bootstrap = ",".join(listener_address(props[b], props[b]["inter.broker.listener.name"]) for b in brokers)
     return Cluster(mode=mode, brokers=brokers, controllers=controllers, properties=props, bootstrap=bootstrap)

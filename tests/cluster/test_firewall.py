@@ -34,7 +34,7 @@ from typing import Any
 import kafka
 import pytest
 from conftest import Cluster, read_properties
-from inventory_hosts import inventory_path, node, runner
+from inventory_hosts import inventory_path, kafka_properties_path, machine_mates, node, one_per_machine, runner
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafkalab import e2e
@@ -103,7 +103,8 @@ def networks(host: str, kind: str) -> list[str]:
 
 
 def managed_hosts() -> list[str]:
-    return sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")})
+    """One inventory host per machine: instances on one machine (kafka_instance) share its ufw."""
+    return one_per_machine(sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")}))
 
 
 def zoo_cfg(host: str) -> dict[str, str]:
@@ -112,7 +113,15 @@ def zoo_cfg(host: str) -> dict[str, str]:
 
 @cache
 def expected_rules(host: str) -> frozenset[tuple[str, str]]:
-    """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address."""
+    """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address.
+
+    A machine's ufw holds the rules of every inventory host on it (one Kafka instance each)."""
+    every = sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")})
+    return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
+
+
+def host_rules(host: str) -> frozenset[tuple[str, str]]:
+    """The rules one inventory host's services imply."""
     rules: set[tuple[str, str]] = {("22/tcp", src) for src in networks(host, "admin")}
     brokers, controllers = hosts_of("kafka_broker"), hosts_of("kafka_controller")
     if variables(host).get("kafka_mode") == "zookeeper":
@@ -121,7 +130,7 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     spark = hosts_of("spark")
     zookeepers = hosts_of("zookeeper")
     if host in brokers or host in controllers:
-        props = read_properties(node(host), "/etc/kafka/server.properties")
+        props = read_properties(node(host), kafka_properties_path(host))
         ports = {
             item.split("://")[0]: item.rsplit(":", 1)[1] for item in props["listeners"].split(",") if "://" in item
         }

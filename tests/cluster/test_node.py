@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 from conftest import ID_PROPERTY, assert_java_service_runs, kafka_nodes, read_properties
-from inventory_hosts import group, inventory_path, runner
+from inventory_hosts import group, inventory_path, kafka_properties_path, kafka_unit, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
 
 @pytest.fixture
 def props(host: Any) -> dict[str, str]:
-    return read_properties(host, "/etc/kafka/server.properties")
+    return read_properties(host, kafka_properties_path(host.backend.get_hostname()))
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_java_runtime_is_the_releases_openjdk(host: Any) -> None:
 
 
 def test_kafka_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
-    assert_java_service_runs(host, "kafka", "kafka", "kafka.Kafka")
+    assert_java_service_runs(host, kafka_unit(host.backend.get_hostname()), "kafka", "kafka.Kafka")
 
 
 def test_kafka_listens_on_its_ports(host: Any, props: dict[str, str]) -> None:

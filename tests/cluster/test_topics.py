@@ -61,6 +61,23 @@ def test_declared_topics_exist_as_declared(admin: KafkaAdminClient) -> None:
             assert found["configs"].get(key) == str(value), (topic["name"], key)
 
 
+def test_declared_topics_spread_their_replicas_over_the_brokers(cluster: Cluster, admin: KafkaAdminClient) -> None:
+    """Each declared topic's replicas are on distinct brokers per partition and, where it has enough of them,
+    cover every broker: on one machine, every instance holds a share of each topic."""
+    declared = runner().get_variables(group("kafka_broker")[0]).get("kafka_topics") or []
+    brokers = {cluster.node_id(name) for name in cluster.brokers}
+    for topic in declared:
+        partitions = admin.describe_topics([topic["name"]])[0]["partitions"]
+        used: set[int] = set()
+        for partition in partitions:
+            replicas = list(partition["replicas"])
+            assert len(set(replicas)) == len(replicas) == topic["replication_factor"], (topic["name"], replicas)
+            assert set(replicas) <= brokers, (topic["name"], replicas)
+            used |= set(replicas)
+        if topic["partitions"] * topic["replication_factor"] >= len(brokers):
+            assert used == brokers, (topic["name"], sorted(used), sorted(brokers))
+
+
 @pytest.mark.changes_cluster
 def test_rerun_changes_nothing() -> None:
     result = run_topics()

@@ -64,7 +64,9 @@ def test_three_combined_instances_on_one_machine_get_their_own_ports_dirs_and_vo
 
 def test_a_plain_host_keeps_its_plain_dirs_and_the_listener_port() -> None:
     hostvars = {f"k{i}": {"ansible_host": f"10.0.0.{i}", "kafka_node_id": i} for i in (1, 2, 3)}
-    model = model_of(hostvars, ["k1", "k2", "k3"], ["k1", "k2", "k3"], controller_listener=SETTINGS["controller_listener"])
+    model = model_of(
+        hostvars, ["k1", "k2", "k3"], ["k1", "k2", "k3"], controller_listener=SETTINGS["controller_listener"]
+    )
     assert model["problems"] == []
     node = model["nodes"]["k1"]
     assert (node["instance"], node["machine_first"], node["controller_port"]) == ("", True, 9192)
@@ -107,15 +109,30 @@ def test_one_controller_and_three_brokers_on_one_machine() -> None:
             "classroom-2: instance 2 on machine 192.0.2.10 opens port 9192 (listener CONTROLLER), which "
             "classroom-1 (instance 1, listener CONTROLLER) opens too",
         ),
-        ({"classroom_1": {"kafka_instance": "one/two"}}, "classroom-1: kafka_instance 'one/two' is not an instance name"),
-        ({"classroom_1": {"kafka_controller_port": 70000}}, "classroom-1: kafka_controller_port '70000' is not a TCP port"),
+        (
+            {"classroom_1": {"kafka_instance": "one/two"}},
+            "classroom-1: kafka_instance 'one/two' is not an instance name",
+        ),
+        (
+            {"classroom_1": {"kafka_controller_port": 70000}},
+            "classroom-1: kafka_controller_port '70000' is not a TCP port",
+        ),
         (
             {"classroom_1": {"kafka_data_dirs": ["/var/lib/kafka/data/2"]}},
             "classroom-1: data dir /var/lib/kafka/data/2/1 (instance 1) overlaps /var/lib/kafka/data/2 of classroom-2",
         ),
         ({"classroom_2": {"kafka_node_id": 1}}, "classroom-2: kafka_node_id 1 is already used by classroom-1"),
     ],
-    ids=["no-instance", "same-instance", "same-port", "same-controller-port", "bad-name", "bad-port", "nested-dirs", "same-id"],
+    ids=[
+        "no-instance",
+        "same-instance",
+        "same-port",
+        "same-controller-port",
+        "bad-name",
+        "bad-port",
+        "nested-dirs",
+        "same-id",
+    ],
 )
 def test_clashes_between_instances_on_one_machine_are_refused_naming_host_instance_and_variable(
     changes: dict[str, Any], expected: str
@@ -144,7 +161,11 @@ def test_zookeeper_mode_one_zookeeper_and_three_brokers_on_one_machine() -> None
     assert model["problems"] == []
     props = kafka_server_properties(model, "classroom-3", s)
     assert props["zookeeper.connect"] == "192.0.2.10:2181"
-    assert (props["broker.id"], props["listeners"], props["log.dirs"]) == ("3", "INTERNAL://:9094", "/var/lib/kafka/data/3")
+    assert (props["broker.id"], props["listeners"], props["log.dirs"]) == (
+        "3",
+        "INTERNAL://:9094",
+        "/var/lib/kafka/data/3",
+    )
 
 
 def test_the_migration_refuses_instance_hosts() -> None:

@@ -143,3 +143,30 @@ def test_a_topic_config_the_pinned_release_does_not_know_is_refused(tmp_path: Pa
         site(inventory(tmp_path, all_vars)),
         "topic 'events': configs.message.format.version is not a topic config this Kafka release knows",
     )
+
+
+def test_the_single_host_inventory_passes_the_controller_preflight_and_a_port_clash_in_it_does_not(
+    tmp_path: Path,
+) -> None:
+    """inventories/single-host as shipped gets past every controller check (its machine, 192.0.2.10, is not
+    there, so the first task on a host is UNREACHABLE); the same inventory with two instances on one port
+    stops in the controller preflight, naming the host, the instance and the variable."""
+    env = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
+    shipped = ROOT / "inventories" / "single-host"
+    run = run_playbook(ROOT / "playbooks/preflight.yml", shipped, cwd=ROOT, env=env, timeout=300)
+    out = " ".join((run.stdout + run.stderr).split())
+    assert "PLAY [Preflight on the hosts]" in out, out[-3000:]
+    assert not re.search(r"fatal: \[(\S+ -> )?localhost\]", out), out[-3000:]
+    assert "fatal: [classroom-1]: UNREACHABLE!" in out, out[-3000:]
+
+    inv = yaml.safe_load((shipped / "hosts.yml").read_text())
+    inv["all"]["hosts"]["classroom-3"]["kafka_listener_overrides"] = {"INTERNAL": {"port": 9093}}
+    clash = tmp_path / "single-host"
+    (clash / "group_vars").mkdir(parents=True)
+    (clash / "hosts.yml").write_text(yaml.safe_dump(inv))
+    (clash / "group_vars" / "all").symlink_to(shipped / "group_vars" / "all")
+    refused_in_preflight(
+        run_playbook(ROOT / "playbooks/site.yml", clash, cwd=ROOT, env=env, timeout=300),
+        "classroom-3: instance 3 on machine 192.0.2.10 opens port 9093 (listener INTERNAL), which classroom-2 "
+        "(instance 2, listener INTERNAL) opens too. Give each instance its own ports",
+    )

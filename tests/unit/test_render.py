@@ -131,3 +131,52 @@ def test_bad_inventory_stops_before_any_host_naming_host_and_variable(tmp_path: 
     # The preflight play on the controller failed, so the per-host play never ran.
     assert "Render server.properties per host" not in result.stdout
     assert not any((tmp_path / "out").iterdir())
+
+
+def classroom_hosts() -> dict[str, dict[str, Any]]:
+    """inventories/single-host's layout: three combined instances on one machine."""
+    return {
+        f"classroom-{i}": {
+            "ansible_host": "192.0.2.10",
+            "kafka_instance": i,
+            "kafka_node_id": i,
+            "kafka_listener_overrides": {"INTERNAL": {"port": 9091 + i}},
+            "kafka_controller_port": 9191 + i,
+        }
+        for i in (1, 2, 3)
+    }
+
+
+def test_instances_on_one_machine_render_their_own_files_under_one_template_unit(tmp_path: Path) -> None:
+    hv = classroom_hosts()
+    result = run_render(tmp_path, write_inventory(tmp_path, hv, list(hv), list(hv)))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = tmp_path / "out"
+    props = parse_properties((out / "classroom-2.properties").read_text())
+    assert props["listeners"] == "INTERNAL://:9093,CONTROLLER://:9193"
+    assert props["advertised.listeners"] == "INTERNAL://192.0.2.10:9093"
+    assert props["log.dirs"] == "/var/lib/kafka/data/2"
+    assert props["controller.quorum.voters"] == "1@192.0.2.10:9192,2@192.0.2.10:9193,3@192.0.2.10:9194"
+    unit = (out / "classroom-2.unit").read_text()
+    assert "EnvironmentFile=/etc/kafka/%i/kafka.env" in unit
+    assert "ExecStart=/opt/kafka/current@%i/bin/kafka-server-start.sh /etc/kafka/%i/server.properties" in unit
+    # The template unit is the same for every instance: only kafka.env differs.
+    assert unit == (out / "classroom-3.unit").read_text()
+    env = (out / "classroom-2.env").read_text()
+    assert 'LOG_DIR="/var/log/kafka/2"' in env
+    assert "/etc/kafka/2/log4j2.properties" in env
+    assert "-Xmx" in env
+
+
+def test_instances_that_clash_on_a_port_stop_in_preflight_naming_host_instance_and_variable(tmp_path: Path) -> None:
+    hv = classroom_hosts()
+    hv["classroom-3"]["kafka_controller_port"] = 9193
+    result = run_render(tmp_path, write_inventory(tmp_path, hv, list(hv), list(hv)))
+    assert result.returncode != 0
+    assert (
+        "classroom-3: instance 3 on machine 192.0.2.10 opens port 9193 (listener CONTROLLER), which classroom-2"
+        in result.stdout
+    )
+    assert "kafka_controller_port in host_vars/classroom-3" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "out" / "classroom-1.properties").exists()

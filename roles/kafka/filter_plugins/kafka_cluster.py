@@ -621,11 +621,14 @@ def kafka_cluster_model(
             "controller_port": controller_port if host in controllers else None,
             "data_dirs": instance_dirs(host_dirs if isinstance(host_dirs, list) else [], instance),
         }
-    _check_machines(hostvars, hosts, nodes, host_ports, zookeepers if (zookeeper_mode or phase) else [], settings, problems)
-    if phase and any(node["instance"] for node in nodes.values()):
+    _check_machines(
+        hostvars, hosts, nodes, host_ports, zookeepers if (zookeeper_mode or phase) else [], settings, problems
+    )
+    instance_hosts = [h for h in hosts if nodes[h]["instance"]]
+    if phase and instance_hosts:
         problems.append(
             f"the ZooKeeper -> KRaft migration (kafka_migration_phase {phase}) does not migrate clusters whose hosts "
-            f"run several Kafka instances (kafka_instance set on {', '.join(h for h in hosts if nodes[h]['instance'])}): "
+            f"run several Kafka instances (kafka_instance set on {', '.join(instance_hosts)}): "
             "rebuild such a lab cluster in KRaft mode instead."
         )
 
