@@ -70,7 +70,7 @@ def test_declared_topics_spread_their_replicas_over_the_brokers(cluster: Cluster
         partitions = admin.describe_topics([topic["name"]])[0]["partitions"]
         used: set[int] = set()
         for partition in partitions:
-            replicas = list(partition["replicas"])
+            replicas = list(partition["replica_nodes"])
             assert len(set(replicas)) == len(replicas) == topic["replication_factor"], (topic["name"], replicas)
             assert set(replicas) <= brokers, (topic["name"], replicas)
             used |= set(replicas)
