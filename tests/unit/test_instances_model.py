@@ -9,17 +9,12 @@ import pytest
 from firewall_plan import firewall_plan
 from kafka_cluster import kafka_cluster_model
 from kafka_outputs import kafka_firewall_services, kafka_server_properties
+from test_kafka_cluster_model import SETTINGS as ONE_HOST_PER_NODE
 
+# The cluster-wide settings of the model tests, with the classroom's controller port and ZooKeeper's ports.
 SETTINGS: dict[str, Any] = {
-    "version": "4.3.1",
-    "heap_size": "512m",
-    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
+    **ONE_HOST_PER_NODE,
     "controller_listener": {"name": "CONTROLLER", "port": 9192, "protocol": "PLAINTEXT"},
-    "inter_broker_listener_name": "INTERNAL",
-    "default_replication_factor": 3,
-    "min_insync_replicas": 2,
-    "num_partitions": 3,
-    "data_dirs": ["/var/lib/kafka/data"],
     "zookeeper_client_port": 2181,
     "zookeeper_peer_port": 2888,
     "zookeeper_election_port": 3888,
