@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import machine_firsts
 from firewall_plan import firewall_plan
 from kafka_cluster import kafka_cluster_model
 from kafka_outputs import kafka_firewall_services, kafka_server_properties
@@ -49,7 +50,7 @@ def test_three_combined_instances_on_one_machine_get_their_own_ports_dirs_and_vo
     assert model["quorum_voters"] == "1@192.0.2.10:9192,2@192.0.2.10:9193,3@192.0.2.10:9194"
     assert model["controller_bootstrap"] == "192.0.2.10:9192,192.0.2.10:9193,192.0.2.10:9194"
     assert model["bootstrap_servers"] == "192.0.2.10:9092,192.0.2.10:9093,192.0.2.10:9094"
-    assert [model["nodes"][h]["machine_first"] for h in HOSTS] == [True, False, False]
+    assert {model["nodes"][h]["machine"] for h in HOSTS} == {"192.0.2.10"}
     props = kafka_server_properties(model, "classroom-2", SETTINGS)
     assert props["listeners"] == "INTERNAL://:9093,CONTROLLER://:9193"
     assert props["advertised.listeners"] == "INTERNAL://192.0.2.10:9093"
@@ -64,7 +65,7 @@ def test_a_plain_host_keeps_its_plain_dirs_and_the_listener_port() -> None:
     )
     assert model["problems"] == []
     node = model["nodes"]["k1"]
-    assert (node["instance"], node["machine_first"], node["controller_port"]) == ("", True, 9192)
+    assert (node["instance"], node["machine"], node["controller_port"]) == ("", "10.0.0.1", 9192)
     assert kafka_server_properties(model, "k1", SETTINGS)["log.dirs"] == "/var/lib/kafka/data"
 
 
@@ -170,7 +171,7 @@ def test_the_migration_refuses_instance_hosts() -> None:
     assert any("does not migrate clusters whose hosts run several Kafka instances" in p for p in model["problems"])
 
 
-def test_the_machine_has_one_ufw_rule_set_the_union_of_its_instances_applied_by_the_first() -> None:
+def test_the_machine_has_one_ufw_rule_set_the_union_of_its_instances_applied_by_the_first_in_the_run() -> None:
     hostvars = classroom()
     for values in hostvars.values():
         values["firewall_admin_networks"] = ["192.0.2.1/32"]
@@ -183,4 +184,4 @@ def test_the_machine_has_one_ufw_rule_set_the_union_of_its_instances_applied_by_
     rules = {(r["src"], r["port"]) for r in plan["hosts"]["classroom-1"]["rules"]}
     assert rules == {("192.0.2.1", "22")} | {("198.51.100.0/24", str(p)) for p in (9092, 9093, 9094)}
     assert plan["hosts"]["classroom-2"]["rules"] == plan["hosts"]["classroom-1"]["rules"]
-    assert [plan["hosts"][h]["machine_first"] for h in HOSTS] == [True, False, False]
+    assert machine_firsts(hostvars, ["classroom-2", "classroom-1", "classroom-3"]) == ["classroom-2"]

@@ -189,7 +189,7 @@ def firewall_plan(
 
     plan: dict[str, dict[str, Any]] = {}
     # Inventory hosts that reach one machine (one Kafka instance each, kafka_instance) share its ufw: one rule
-    # set, the union of theirs, applied by the first of them.
+    # set, the union of theirs, which the first of a run's hosts on the machine applies (roles/firewall).
     shared: dict[str, _Rules] = {}
     machine_of = {host: inventory.machine(hostvars, host) for host in managed}
     for host in managed:
@@ -237,10 +237,8 @@ def firewall_plan(
                 elif own_net is not None:
                     rules.add(own_net, port, proto, name)
         plan[host] = {"enabled": enabled, "address": addresses.get(host, ""), "rules": []}
-    firsts = inventory.machine_firsts(hostvars, managed)
     for host in managed:
         plan[host]["rules"] = shared[machine_of[host]].ordered()
-        plan[host]["machine_first"] = host in firsts
     return {"hosts": plan, "problems": problems}
 
 

@@ -412,8 +412,6 @@ def _check_machines(
     for host in hosts:
         by_machine.setdefault(nodes[host]["machine"], []).append(host)
     for where, members in by_machine.items():
-        for host in members[1:]:
-            nodes[host]["machine_first"] = False
         if len(members) < 2:
             continue
         plain = [h for h in members if not nodes[h]["instance"]]
@@ -617,7 +615,6 @@ def kafka_cluster_model(
             # Several inventory hosts on one machine run one Kafka instance each (kafka@<instance>).
             "instance": instance,
             "machine": machine(hostvars, host),
-            "machine_first": True,
             "controller_port": controller_port if host in controllers else None,
             "data_dirs": instance_dirs(host_dirs if isinstance(host_dirs, list) else [], instance),
         }
