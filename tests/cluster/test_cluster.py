@@ -7,7 +7,7 @@ import uuid
 import pytest
 from conftest import Cluster, read_properties
 from inventory_hosts import node
-from kafka.admin import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from kafkalab import e2e
 
@@ -27,6 +27,23 @@ def test_metadata_quorum_has_every_controller_as_voter_and_a_leader(cluster: Clu
     expected = {int(cluster.properties[c]["node.id"]) for c in cluster.controllers}
     assert voters == expected
     assert partition["leader_id"] in expected
+
+
+def test_every_broker_enforces_the_min_insync_replicas_its_properties_declare(
+    cluster: Cluster, admin: KafkaAdminClient
+) -> None:
+    """The value a broker enforces for topics without their own, as the broker reports it. In KRaft with
+    eligible leader replicas (the default since 4.1) a cluster-level value overrides each broker's: seeded
+    once from the active controller's static config, so a dedicated controller must carry it too (it once
+    did not, and the cluster enforced 1)."""
+    enforced = {}
+    for name in cluster.brokers:
+        broker = str(cluster.node_id(name))
+        described = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, broker)], config_filter="all")
+        entry = described["broker"][broker]["min.insync.replicas"]
+        enforced[name] = (entry["value"], entry["config_source"])
+    declared = {name: cluster.properties[name]["min.insync.replicas"] for name in cluster.brokers}
+    assert {name: value for name, (value, _) in enforced.items()} == declared, enforced
 
 
 def test_admin_api_sees_every_broker(cluster: Cluster, admin: KafkaAdminClient) -> None:

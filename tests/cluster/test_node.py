@@ -56,9 +56,21 @@ def test_properties_hold_this_nodes_id_and_address(
 
 
 @pytest.mark.kraft
-def test_properties_list_this_node_among_the_quorum_voters(props: dict[str, str], hostvars: dict[str, Any]) -> None:
-    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
-    assert f"{hostvars['kafka_node_id']}@{address}:" in props["controller.quorum.voters"]
+def test_properties_list_the_inventorys_controllers_as_the_quorum_voters(
+    props: dict[str, str], hostvars: dict[str, Any]
+) -> None:
+    """Every node, broker-only ones too, names the same voters: the kafka_controller hosts, this node among
+    them exactly when it is one."""
+    voters = {v.split("@", 1)[0] for v in props["controller.quorum.voters"].split(",")}
+    expected = {str(runner().get_variables(name)["kafka_node_id"]) for name in group("kafka_controller")}
+    assert voters == expected
+    is_controller = "controller" in props["process.roles"].split(",")
+    assert (str(hostvars["kafka_node_id"]) in voters) == is_controller
+    if is_controller:
+        address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+        name = props["controller.listener.names"].split(",")[0]
+        port = next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
+        assert f"{hostvars['kafka_node_id']}@{address}:{port}" in props["controller.quorum.voters"].split(",")
 
 
 @pytest.mark.zookeeper

@@ -85,9 +85,11 @@ UNDER_CHANGE = "test_spark_under_change.py"
 
 
 # From the Kafka suite's topic and failover files (molecule/spark runs them against its one Kafka machine
-# with three instances), what that layout adds to prove: the declared topics (RF 1, 2, 3) spread over the
-# instances, one instance SIGKILLed under acks=all load, and the RF 1 partition going offline with its
-# instance and returning with its data. The rest of those files is the default scenario's.
+# with a controller and three broker instances), what that layout adds to prove: the declared topics (RF 1,
+# 2, 3) spread over the broker instances, one broker instance SIGKILLed under acks=all load, the only
+# controller SIGKILLed under acks=all load (a dedicated controller: the quorum moves, replication does
+# not), and the RF 1 partition going offline with its instance and returning with its data. The rest of
+# those files is the default scenario's.
 FROM_KAFKA_SUITE = {
     "test_topics.py": {
         "test_declared_topics_exist_as_declared",
@@ -95,6 +97,7 @@ FROM_KAFKA_SUITE = {
     },
     "test_failover.py": {
         "test_acked_messages_survive[sigkill-partition-leader]",
+        "test_acked_messages_survive[sigkill-active-controller]",
         "test_rf1_partition_goes_offline_with_its_broker_and_returns_with_its_data",
     },
 }

@@ -81,6 +81,17 @@ def test_one_controller_and_three_brokers_on_one_machine() -> None:
     assert model["problems"] == []
     assert model["quorum_voters"] == "100@192.0.2.10:9199"
     assert kafka_server_properties(model, "classroom-1", SETTINGS)["listeners"] == "INTERNAL://:9092"
+    # The dedicated controller carries the topic defaults and the cluster's min.insync.replicas (the active
+    # controller seeds the cluster-level value from its own), but no broker listener or broker-only setting.
+    controller = kafka_server_properties(model, "classroom-0", SETTINGS)
+    assert controller["process.roles"] == "controller"
+    assert controller["listeners"] == "CONTROLLER://:9199"
+    assert {k: controller[k] for k in ("min.insync.replicas", "default.replication.factor")} == {
+        "min.insync.replicas": str(SETTINGS["min_insync_replicas"]),
+        "default.replication.factor": str(SETTINGS["default_replication_factor"]),
+    }
+    assert controller["unclean.leader.election.enable"] == "false"
+    assert "advertised.listeners" not in controller and "offsets.topic.replication.factor" not in controller
 
 
 @pytest.mark.parametrize(

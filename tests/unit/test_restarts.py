@@ -106,6 +106,16 @@ def test_voters_parse_and_the_lagging_controller_may_not_be_the_one_missing() ->
     assert quorum_problems(caught_up, 2, stopping=True, lag_max=100) == []
 
 
+def test_the_only_voter_may_stop_but_only_when_caught_up_and_led() -> None:
+    # One controller: no restart of it can keep a majority, so the gate does not ask for one.
+    assert quorum_problems([Voter(100, 0, "Leader")], 100, stopping=True, lag_max=100) == []
+    # Two voters still need both: stopping either leaves 1 of 2, no majority.
+    two = [Voter(1, 0, "Leader"), Voter(2, 0, "Follower")]
+    assert any("would leave 1 caught-up voters of 2" in p for p in quorum_problems(two, 2, stopping=True, lag_max=100))
+    # The one voter must still be the leader: no leader is a problem before the stop too.
+    assert "no leader" in quorum_problems([Voter(100, 0, "Follower")], 100, stopping=True, lag_max=100)[0]
+
+
 def test_a_quorum_without_leader_or_voters_is_a_problem() -> None:
     assert quorum_problems([], 1, stopping=False, lag_max=100) == ["the metadata quorum reports no voters"]
     assert "no leader" in quorum_problems([Voter(1, 0, "Follower")], 1, stopping=False, lag_max=100)[0]
@@ -181,13 +191,46 @@ def test_dynamic_configs_plan_sets_differences_and_deletes_only_what_it_set() ->
     assert effective["log.retention.ms"] == {"value": "60000", "sensitive": False, "per_broker": True}
     assert effective["num.io.threads"]["per_broker"] is False
     declared = {"log.retention.ms": "1000", "num.io.threads": "8", "ssl.keystore.password": "x"}
-    to_set, to_delete = plan(declared, effective, managed=["log.cleaner.threads", "num.io.threads"])
+    to_set, to_delete, to_default = plan(declared, effective, managed=["log.cleaner.threads", "num.io.threads"])
     assert to_set == {"log.retention.ms": "1000"}
     assert to_delete == ["log.cleaner.threads"]
+    assert to_default == {}
     # Nothing declared differs and nothing managed is gone: no change (the idempotent run).
-    assert plan({"num.io.threads": "8"}, effective, managed=["num.io.threads"]) == ({}, [])
+    assert plan({"num.io.threads": "8"}, effective, managed=["num.io.threads"]) == ({}, [], {})
     # A hand-made override this module never set is left alone.
-    assert plan({}, effective, managed=[]) == ({}, [])
+    assert plan({}, effective, managed=[]) == ({}, [], {})
+
+
+# What a broker of a cluster with a dedicated controller that lacked min.insync.replicas showed (Kafka 4.3.1,
+# eligible leader replicas on): the cluster-level value, seeded from the controller's default 1, overrides the
+# broker's static 2.
+DESCRIBE_ELR = (
+    "All configs for broker 1 are:\n"
+    "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, "
+    "STATIC_BROKER_CONFIG:min.insync.replicas=2, DEFAULT_CONFIG:min.insync.replicas=1}\n"
+    "  log.retention.ms=1000 sensitive=false synonyms={STATIC_BROKER_CONFIG:log.retention.ms=1000}\n"
+)
+
+
+def test_min_insync_replicas_is_set_as_the_cluster_default_never_per_broker() -> None:
+    effective = parse_describe(DESCRIBE_ELR)
+    declared = {"min.insync.replicas": "2", "log.retention.ms": "1000"}
+    cluster_level = ["min.insync.replicas"]
+    assert plan(declared, effective, managed=[], cluster_level=cluster_level) == ({}, [], {"min.insync.replicas": "2"})
+    # Once the cluster default is 2, nothing to do.
+    settled = parse_describe(DESCRIBE_ELR.replace("min.insync.replicas=1 sensitive", "min.insync.replicas=2 sensitive"))
+    assert plan(declared, settled, managed=["min.insync.replicas"], cluster_level=cluster_level) == ({}, [], {})
+    # A per-broker override this module set in an earlier version would shadow the cluster default: deleted,
+    # and the cluster default set to the declared value so that nothing changes for the broker.
+    shadowed = parse_describe(
+        "  min.insync.replicas=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:min.insync.replicas=2, "
+        "DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}\n"
+    )
+    assert plan({"min.insync.replicas": "2"}, shadowed, ["min.insync.replicas"], cluster_level) == (
+        {},
+        ["min.insync.replicas"],
+        {"min.insync.replicas": "2"},
+    )
 
 
 def test_restart_marker_fingerprints_ignore_run_time_keys_and_order() -> None:

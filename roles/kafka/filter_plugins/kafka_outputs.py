@@ -86,20 +86,30 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
             "log.dirs": ",".join(instance_dirs(settings["data_dirs"], str(node.get("instance") or ""))),
         }
     )
+    rf = str(settings["default_replication_factor"])
+    min_isr = str(settings["min_insync_replicas"])
+    if is_broker or (is_controller and stage != "zookeeper"):
+        # The topic defaults and the election rule, on KRaft controllers too: the active controller applies
+        # num.partitions and default.replication.factor to CreateTopics requests that leave them out, decides
+        # unclean elections, and (eligible leader replicas, on by default since 4.1) seeds the cluster-level
+        # min.insync.replicas from its own static value, which then overrides every broker's: a dedicated
+        # controller without it gave the cluster a min.insync.replicas of 1.
+        props.update(
+            {
+                "num.partitions": str(settings.get("num_partitions", 3)),
+                "default.replication.factor": rf,
+                "min.insync.replicas": min_isr,
+                "unclean.leader.election.enable": "false",
+            }
+        )
     if is_broker:
-        rf = str(settings["default_replication_factor"])
-        min_isr = str(settings["min_insync_replicas"])
         props.update(
             {
                 "advertised.listeners": ",".join(advertised),
                 "inter.broker.listener.name": str(settings["inter_broker_listener_name"]),
-                "num.partitions": str(settings.get("num_partitions", 3)),
-                "default.replication.factor": rf,
-                "min.insync.replicas": min_isr,
                 "offsets.topic.replication.factor": rf,
                 "transaction.state.log.replication.factor": rf,
                 "transaction.state.log.min.isr": min_isr,
-                "unclean.leader.election.enable": "false",
                 "auto.create.topics.enable": "false",
             }
         )
