@@ -52,6 +52,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Collection
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -78,7 +79,10 @@ def parse_describe(text: str) -> dict[str, dict[str, Any]]:
 
 
 def plan(
-    declared: dict[str, str], effective: dict[str, dict[str, Any]], managed: list[str], cluster_level: list[str] = ()
+    declared: dict[str, str],
+    effective: dict[str, dict[str, Any]],
+    managed: list[str],
+    cluster_level: Collection[str] = (),
 ) -> tuple[dict[str, str], list[str], dict[str, str]]:
     """(to set on the broker, to delete from the broker, to set as the cluster default): declared values the
     broker does not use, split by where they are set; managed per-broker overrides no longer declared, or of
