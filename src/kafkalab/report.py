@@ -33,11 +33,17 @@ def partition_status(leader: int, replicas: list[int], isr: list[int], offline: 
     return flags
 
 
+def quorum_leader(admin: KafkaAdminClient) -> tuple[int, int]:
+    """The KRaft metadata quorum's leader and its epoch, from DescribeQuorum; raises where there is no quorum
+    to describe (ZooKeeper mode) or while it has no leader."""
+    partition = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+    return int(partition["leader_id"]), int(partition["leader_epoch"])
+
+
 def _active_controller(admin: KafkaAdminClient, fallback: int | None) -> tuple[int | None, str]:
     """The KRaft quorum leader when there is a quorum, else the controller id the brokers report (ZooKeeper)."""
     try:
-        quorum = admin.describe_metadata_quorum()
-        return int(quorum["topics"][0]["partitions"][0]["leader_id"]), "kraft"
+        return quorum_leader(admin)[0], "kraft"
     except Exception:
         return fallback, "zookeeper"
 

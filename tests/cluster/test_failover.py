@@ -293,20 +293,15 @@ def stop_leader_cleanly(cluster: Cluster, admin: KafkaAdminClient, topic: str) -
     return name
 
 
-def quorum_leader(admin: KafkaAdminClient) -> tuple[int, int]:
-    """The KRaft metadata quorum's leader and its epoch, from DescribeQuorum (which fails while the quorum
-    has no leader, unlike describe_cluster, whose controller_id a KRaft broker fills with any live broker)."""
-    partition = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
-    return int(partition["leader_id"]), int(partition["leader_epoch"])
-
-
 def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
     name = broker_host(cluster, active_controller(admin))
     host = node(name)
     assert host.run(f"systemctl kill --signal=SIGKILL {kafka_unit(name)}").rc == 0
     wait_for(lambda: service_running(host, name), 60, f"systemd to restart {kafka_unit(name)} on {name}")
     if cluster.mode == "kraft":
-        wait_for(lambda: quorum_leader(admin)[0] >= 0, 60, "the metadata quorum to have a leader again")
+        # DescribeQuorum itself, not active_controller(): its fallback, describe_cluster's controller_id, is
+        # any live broker in KRaft, even while the quorum has no leader.
+        wait_for(lambda: report.quorum_leader(admin)[0] >= 0, 60, "the metadata quorum to have a leader again")
     else:
         wait_for(lambda: active_controller(admin) >= 0, 60, "a new active controller")
     return name
@@ -454,7 +449,7 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
     if len(cluster.brokers) < 3:
         pytest.fail("failover cases need 3 brokers (RF 3, min.insync.replicas 2)")
     topic = replicated_topic
-    quorum_epoch = quorum_leader(admin)[1] if cluster.mode == "kraft" else None
+    quorum_epoch = report.quorum_leader(admin)[1] if cluster.mode == "kraft" else None
     producer = e2e.BackgroundProducer(cluster.bootstrap, topic).start()
     watcher = IsrWatcher(cluster.bootstrap, topic, replicas=3).start()
     try:
@@ -477,7 +472,7 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         )
         assert recovered, f"{case}: ISR of {topic} did not grow back to 3 within {RECOVERY_TIMEOUT_S}s"
     else:
-        assert quorum_epoch is not None and quorum_leader(admin)[1] > quorum_epoch, (
+        assert quorum_epoch is not None and report.quorum_leader(admin)[1] > quorum_epoch, (
             f"{case}: the metadata quorum's epoch did not rise: losing controller {victim} never reached the quorum"
         )
         assert watcher.min_isr == 3, (
