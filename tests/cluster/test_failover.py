@@ -348,9 +348,15 @@ def node_addresses(cluster: Cluster) -> dict[str, str]:
     out = {name: cluster.broker_address(name).rsplit(":", 1)[0] for name in cluster.brokers}
     voters = next(iter(cluster.properties.values())).get("controller.quorum.voters", "")
     by_id = dict(v.split("@", 1) for v in voters.split(",") if v)
-    for name in cluster.properties:
-        if name not in out:
+    for name, props in cluster.properties.items():
+        if name in out:
+            continue
+        if by_id:
             out[name] = by_id[str(cluster.node_id(name))].rsplit(":", 1)[0]
+        else:
+            # A dynamic quorum's controller advertises its controller endpoint (no voter list in any file).
+            endpoint = props["advertised.listeners"].split(",")[0].split("://", 1)[1]
+            out[name] = endpoint.rsplit(":", 1)[0]
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -56,21 +57,38 @@ def test_properties_hold_this_nodes_id_and_address(
 
 
 @pytest.mark.kraft
-def test_properties_list_the_inventorys_controllers_as_the_quorum_voters(
-    props: dict[str, str], hostvars: dict[str, Any]
+def test_the_quorums_voters_are_the_inventorys_controllers(
+    host: Any, props: dict[str, str], hostvars: dict[str, Any]
 ) -> None:
-    """Every node, broker-only ones too, names the same voters: the kafka_controller hosts, this node among
-    them exactly when it is one."""
-    voters = {v.split("@", 1)[0] for v in props["controller.quorum.voters"].split(",")}
+    """Every node, broker-only ones too, finds the same quorum, whose voters are the kafka_controller hosts, this
+    node among them exactly when it is one. A static quorum names them in controller.quorum.voters; a dynamic one
+    (KIP-853, new clusters) holds them in its metadata log: read from the running quorum, through this node's
+    controller.quorum.bootstrap.servers."""
     expected = {str(runner().get_variables(name)["kafka_node_id"]) for name in group("kafka_controller")}
-    assert voters == expected
     is_controller = "controller" in props["process.roles"].split(",")
+    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+    name = props["controller.listener.names"].split(",")[0]
+    port = (
+        next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
+        if is_controller
+        else ""
+    )
+    if "controller.quorum.voters" in props:
+        voters = {v.split("@", 1)[0] for v in props["controller.quorum.voters"].split(",")}
+        if is_controller:
+            assert f"{hostvars['kafka_node_id']}@{address}:{port}" in props["controller.quorum.voters"].split(",")
+    else:
+        bootstrap = props["controller.quorum.bootstrap.servers"]
+        status = host.run(f"kafka-metadata-quorum --bootstrap-controller {bootstrap} describe --status")
+        assert status.rc == 0, status.stderr
+        line = next(li for li in status.stdout.splitlines() if li.startswith("CurrentVoters:"))
+        voters = {str(v["id"]) for v in json.loads(line.split(":", 1)[1])}
+        if is_controller:
+            assert f"{address}:{port}" in bootstrap.split(",")
+            # What add-controller registered, and what the initial voters were formatted with.
+            assert f"{name}://{address}:{port}" in props["advertised.listeners"].split(",")
+    assert voters == expected
     assert (str(hostvars["kafka_node_id"]) in voters) == is_controller
-    if is_controller:
-        address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
-        name = props["controller.listener.names"].split(",")[0]
-        port = next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
-        assert f"{hostvars['kafka_node_id']}@{address}:{port}" in props["controller.quorum.voters"].split(",")
 
 
 @pytest.mark.zookeeper

@@ -35,6 +35,8 @@ def run_preflight(tmp: Path, group_vars: dict[str, Any]) -> PlaybookRun:
                 # do not exist, so they are "reached" locally, which the SSH check leaves alone.
                 "firewall_admin_networks": ["192.0.2.1/32"],
                 "ansible_connection": "local",
+                # The host preflight reads each node's metadata dir (absent here): with this Python.
+                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
                 **group_vars,
             },
             "hosts": {f"kafka{i}": {"ansible_host": f"192.0.2.{10 + i}", "kafka_node_id": i} for i in (1, 2, 3)},

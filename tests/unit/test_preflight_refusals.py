@@ -169,7 +169,7 @@ CASES = [
     pytest.param(
         lambda: kafka(controllers=NAMES[:2]),
         [
-            "the KRaft controller quorum has 2 hosts (kafka1, kafka2): it must be odd (1, 3 or 5) so a majority survives a failure. Add or remove one host in group kafka_controller.",
+            "the KRaft controller quorum has 2 hosts (kafka1, kafka2): it must be odd (1, 3 or 5) so a majority survives a failure. An even count is allowed only while the quorum changes: run playbooks/add_controller.yml or remove_controller.yml for the host you add or remove.",
         ],
         id="even-controller-quorum",
     ),

@@ -63,26 +63,55 @@ def hosts(n: int) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "n,controllers,rf,min_isr",
-    [(1, 1, "1", "1"), (3, 3, "3", "2"), (5, 5, "3", "2"), (5, 3, "2", "2")],
-    ids=["1-node-combined", "3-node-combined", "5-node-combined", "5-node-3-dedicated-controllers"],
+    "n,controllers,rf,min_isr,quorum",
+    [
+        (1, 1, "1", "1", "dynamic"),
+        (3, 3, "3", "2", "dynamic"),
+        (5, 5, "3", "2", "static"),
+        (5, 3, "2", "2", "dynamic"),
+        (5, 3, "2", "2", "static"),
+    ],
+    ids=[
+        "1-node-combined",
+        "3-node-combined",
+        "5-node-combined-static-quorum",
+        "5-node-3-dedicated-controllers",
+        "5-node-3-dedicated-controllers-static-quorum",
+    ],
 )
 def test_role_renders_each_node_from_the_inventory(
-    tmp_path: Path, n: int, controllers: int, rf: str, min_isr: str
+    tmp_path: Path, n: int, controllers: int, rf: str, min_isr: str, quorum: str
 ) -> None:
     names = [f"kafka{i}" for i in range(1, n + 1)]
     ctrl = names[:controllers]
     brokers = names if controllers == n else names[controllers:]
-    result = run_render(tmp_path, write_inventory(tmp_path, hosts(n), ctrl, brokers))
+    group_vars = {} if quorum == "dynamic" else {"kafka_controller_quorum": quorum}
+    result = run_render(tmp_path, write_inventory(tmp_path, hosts(n), ctrl, brokers, group_vars))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     voters = ",".join(f"{i}@192.0.2.{10 + i}:9093" for i in range(1, controllers + 1))
+    bootstrap = ",".join(f"192.0.2.{10 + i}:9093" for i in range(1, controllers + 1))
     for i, name in enumerate(names, start=1):
         props = parse_properties((tmp_path / "out" / f"{name}.properties").read_text())
         assert props["node.id"] == str(i)
-        assert props["controller.quorum.voters"] == voters
+        if quorum == "dynamic":
+            # A new cluster's quorum is dynamic by default (KIP-853): no voter list in any file.
+            assert props["controller.quorum.bootstrap.servers"] == bootstrap
+            assert "controller.quorum.voters" not in props
+        else:
+            assert props["controller.quorum.voters"] == voters
+            assert "controller.quorum.bootstrap.servers" not in props
         assert props["log.dirs"] == "/var/lib/kafka/data"
+        # A dynamic quorum's controller advertises its controller endpoint (what add-controller registers).
+        controller_endpoint = [f"CONTROLLER://192.0.2.{10 + i}:9093"] if name in ctrl and quorum == "dynamic" else []
         if name in brokers:
-            assert props["advertised.listeners"] == f"INTERNAL://192.0.2.{10 + i}:9092"
+            assert props["advertised.listeners"] == ",".join(
+                [f"INTERNAL://192.0.2.{10 + i}:9092", *controller_endpoint]
+            )
+        elif controller_endpoint:
+            assert props["advertised.listeners"] == controller_endpoint[0]
+        else:
+            assert "advertised.listeners" not in props
+        if name in brokers:
             assert props["default.replication.factor"] == rf
             assert props["min.insync.replicas"] == min_isr
         expected_roles = ",".join(r for r, grp in (("broker", brokers), ("controller", ctrl)) if name in grp)
@@ -154,9 +183,9 @@ def test_instances_on_one_machine_render_their_own_files_under_one_template_unit
     out = tmp_path / "out"
     props = parse_properties((out / "classroom-2.properties").read_text())
     assert props["listeners"] == "INTERNAL://:9093,CONTROLLER://:9193"
-    assert props["advertised.listeners"] == "INTERNAL://192.0.2.10:9093"
+    assert props["advertised.listeners"] == "INTERNAL://192.0.2.10:9093,CONTROLLER://192.0.2.10:9193"
     assert props["log.dirs"] == "/var/lib/kafka/data/2"
-    assert props["controller.quorum.voters"] == "1@192.0.2.10:9192,2@192.0.2.10:9193,3@192.0.2.10:9194"
+    assert props["controller.quorum.bootstrap.servers"] == "192.0.2.10:9192,192.0.2.10:9193,192.0.2.10:9194"
     unit = (out / "classroom-2.unit").read_text()
     assert "EnvironmentFile=/etc/kafka/%i/kafka.env" in unit
     assert "ExecStart=/opt/kafka/current@%i/bin/kafka-server-start.sh /etc/kafka/%i/server.properties" in unit

@@ -529,10 +529,11 @@ def kafka_cluster_model(
             "the KRaft controller group is empty: put 1, 3 or 5 hosts in group kafka_controller "
             "(kafka_controller_group)."
         )
-    elif not zookeeper_mode and len(controllers) % 2 == 0:
+    elif not zookeeper_mode and len(controllers) % 2 == 0 and not settings.get("quorum_change"):
         problems.append(
             f"the KRaft controller quorum has {len(controllers)} hosts ({', '.join(controllers)}): it must be odd "
-            "(1, 3 or 5) so a majority survives a failure. Add or remove one host in group kafka_controller."
+            "(1, 3 or 5) so a majority survives a failure. An even count is allowed only while the quorum changes: "
+            "run playbooks/add_controller.yml or remove_controller.yml for the host you add or remove."
         )
     if not brokers:
         problems.append("the broker group is empty: put at least one host in group kafka_broker (kafka_broker_group).")

@@ -63,9 +63,19 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
         props = {
             "process.roles": ",".join(node["roles"]),
             "node.id": str(node["node_id"]),
-            "controller.quorum.voters": str(model["quorum_voters"]),
             "controller.listener.names": ctrl_name,
         }
+        if str(settings.get("quorum") or "static") == "dynamic" and stage == "kraft":
+            # KIP-853: the voters are in the metadata log (formatted with --initial-controllers, changed by
+            # add-controller / remove-controller); every node only needs somewhere to start looking.
+            props["controller.quorum.bootstrap.servers"] = str(model["controller_bootstrap"])
+            if is_controller:
+                # What add-controller registers as the voter's endpoint (the listener itself binds to all).
+                advertised.append(
+                    f"{ctrl_name}://{node['address']}:{node.get('controller_port') or controller_listener['port']}"
+                )
+        else:
+            props["controller.quorum.voters"] = str(model["quorum_voters"])
         if stage == "migration":
             # Copies ZooKeeper's metadata, then writes every change to both until finalized; it reaches the
             # ZooKeeper-mode brokers on their inter-broker listener.
@@ -102,10 +112,11 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
                 "unclean.leader.election.enable": "false",
             }
         )
+    if advertised and (is_broker or "controller.quorum.bootstrap.servers" in props):
+        props["advertised.listeners"] = ",".join(advertised)
     if is_broker:
         props.update(
             {
-                "advertised.listeners": ",".join(advertised),
                 "inter.broker.listener.name": str(settings["inter_broker_listener_name"]),
                 "offsets.topic.replication.factor": rf,
                 "transaction.state.log.replication.factor": rf,

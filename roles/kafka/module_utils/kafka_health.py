@@ -100,6 +100,38 @@ def parse_topics(text: str, default_min_isr: int) -> list[Partition]:
 
 def parse_voters(text: str) -> list[Voter]:
     """The voters (Leader and Follower rows) of `kafka-metadata-quorum describe --replication`."""
+    return [row for row in parse_replication(text) if row.status in ("Leader", "Follower")]
+
+
+def parse_quorum_status(text: str) -> dict[str, Any]:
+    """`kafka-metadata-quorum describe --status`: the leader, and the voters and observers (id, directory id).
+
+    CurrentVoters and CurrentObservers are JSON lists (3.9 and 4.x print the same shape); with a static quorum
+    the directory ids are all zero (AAAAAAAAAAAAAAAAAAAAAA).
+    """
+    status: dict[str, Any] = {"leader_id": None, "epoch": None, "voters": [], "observers": []}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        value = value.strip()
+        if key == "LeaderId" and re.fullmatch(r"-?\d+", value):
+            status["leader_id"] = int(value)
+        elif key == "LeaderEpoch" and value.isdigit():
+            status["epoch"] = int(value)
+        elif key in ("CurrentVoters", "CurrentObservers"):
+            try:
+                items = json.loads(value)
+            except ValueError:
+                continue
+            status["voters" if key == "CurrentVoters" else "observers"] = [
+                {"id": int(item["id"]), "directory_id": str(item.get("directoryId", ""))}
+                for item in items
+                if isinstance(item, Mapping) and "id" in item
+            ]
+    return status
+
+
+def parse_replication(text: str) -> list[Voter]:
+    """Every row (Leader, Follower, Observer) of `kafka-metadata-quorum describe --replication`."""
     lines = [line.split() for line in text.splitlines() if line.strip()]
     header = next((cols for cols in lines if "NodeId" in cols and "Lag" in cols and "Status" in cols), None)
     if header is None:
@@ -109,9 +141,7 @@ def parse_voters(text: str) -> list[Voter]:
     for cols in lines:
         if cols is header or len(cols) < len(header) or not re.fullmatch(r"-?\d+", cols[at["NodeId"]]):
             continue
-        status = cols[-1]
-        if status in ("Leader", "Follower"):
-            voters.append(Voter(int(cols[at["NodeId"]]), int(cols[at["Lag"]]), status))
+        voters.append(Voter(int(cols[at["NodeId"]]), int(cols[at["Lag"]]), cols[-1]))
     return voters
 
 
