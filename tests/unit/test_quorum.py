@@ -123,6 +123,8 @@ def test_a_controller_with_an_empty_metadata_dir_in_a_cluster_that_ran_is_refuse
     static3 = STATIC.replace("2@10.0.0.12:9093", "2@10.0.0.12:9093,3@10.0.0.13:9093")
     (static,) = kafka_quorum_problems(m, {**disks, "k1": disk(config=static3)}, "static", None)
     assert "A static quorum" in static
+    # A ZooKeeper -> KRaft migration formats its controllers afresh (the brokers ran KRaft before a rollback).
+    assert kafka_quorum_problems({**m, "migration_phase": "controllers"}, disks, "static", None) == []
 
 
 def test_a_broker_only_node_with_an_empty_log_dir_is_formatted_again() -> None:

@@ -100,7 +100,8 @@ def kafka_quorum_problems(
     controllers = {h: int(n["node_id"]) for h, n in nodes.items() if "controller" in n["roles"]}
     by_id = {v: h for h, v in controllers.items()}
     problems: list[str] = []
-    has_run = sorted(h for h, d in disks.items() if d.get("ran"))
+    # A ZooKeeper -> KRaft migration formats its controllers afresh by design (and a rollback removes them).
+    has_run = [] if model.get("migration_phase") else sorted(h for h, d in disks.items() if d.get("ran"))
     adding = str(change.get("add") or "")
     removing = str(change.get("remove") or "")
 
