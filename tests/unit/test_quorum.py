@@ -15,17 +15,8 @@ from kafka_quorum_checks import (
     kafka_quorum_kind,
     kafka_quorum_problems,
 )
+from test_kafka_cluster_model import SETTINGS
 
-SETTINGS: dict[str, Any] = {
-    "version": "4.3.1",
-    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
-    "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
-    "inter_broker_listener_name": "INTERNAL",
-    "default_replication_factor": 3,
-    "min_insync_replicas": 2,
-    "num_partitions": 3,
-    "data_dirs": ["/var/lib/kafka/data"],
-}
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qk"
 STATIC = "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@10.0.0.11:9093,2@10.0.0.12:9093\n"
 DYNAMIC = "process.roles=broker,controller\nnode.id=1\ncontroller.quorum.bootstrap.servers=10.0.0.11:9093\n"
