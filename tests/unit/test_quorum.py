@@ -14,6 +14,7 @@ from kafka_quorum_checks import (
     kafka_quorum_change_problems,
     kafka_quorum_kind,
     kafka_quorum_problems,
+    kafka_quorum_witness,
 )
 from test_kafka_cluster_model import SETTINGS
 
@@ -94,6 +95,13 @@ def test_a_new_cluster_passes_and_a_running_one_that_matches_passes() -> None:
     m = model()
     assert kafka_quorum_problems(m, {h: disk(False, False, "") for h in m["nodes"]}, "dynamic", None) == []
     assert kafka_quorum_problems(m, {h: disk() for h in m["nodes"]}, "dynamic", [1, 2, 3]) == []
+
+
+def test_the_quorum_is_asked_through_a_controller_that_has_run() -> None:
+    m = model(4, 3, dedicated=True)
+    assert kafka_quorum_witness(m, {h: disk(False, False, "") for h in m["nodes"]}) == ""
+    # A broker-only node that has run is not asked: the quorum is the controllers'.
+    assert kafka_quorum_witness(m, {"k4": disk(), "k1": disk(False, False), "k2": disk()}) == "k2"
 
 
 def test_a_first_install_killed_between_formats_is_finished() -> None:

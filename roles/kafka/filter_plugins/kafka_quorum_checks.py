@@ -72,6 +72,15 @@ def kafka_quorum_kind(configs: Iterable[str | None], requested: str, migration_p
     return requested
 
 
+def kafka_quorum_witness(model: Mapping[str, Any], disks: Mapping[str, Mapping[str, Any]]) -> str:
+    """A controller that has run (its metadata dir holds quorum-state): it has the tools and answers for the
+    quorum. '' for a new cluster."""
+    return next(
+        (h for h, d in disks.items() if d.get("ran") and "controller" in model["nodes"].get(h, {}).get("roles", [])),
+        "",
+    )
+
+
 def _voter_ids(text: str | None) -> set[int] | None:
     if not text:
         return None
@@ -221,6 +230,7 @@ class FilterModule:
             "kafka_directory_id": kafka_directory_id,
             "kafka_initial_controllers": kafka_initial_controllers,
             "kafka_quorum_kind": kafka_quorum_kind,
+            "kafka_quorum_witness": kafka_quorum_witness,
             "kafka_quorum_problems": kafka_quorum_problems,
             "kafka_quorum_change_problems": kafka_quorum_change_problems,
         }
