@@ -20,7 +20,6 @@ from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 
-QUORUM_KINDS = ("dynamic", "static")
 # Fixed namespace of the directory ids this project derives (uuid5 of "<cluster id>/<node id>").
 _NAMESPACE = uuid.UUID("6f1c2b1e-3f5d-4c59-9a57-4b7f2d1e0c11")
 
@@ -113,6 +112,7 @@ def kafka_quorum_problems(
     has_run = [] if model.get("migration_phase") else sorted(h for h, d in disks.items() if d.get("ran"))
     adding = str(change.get("add") or "")
     removing = str(change.get("remove") or "")
+    removing_id = int(nodes[removing]["node_id"]) if removing in nodes else None
 
     if has_run:
         for host in sorted(controllers):
@@ -155,9 +155,7 @@ def kafka_quorum_problems(
     if live_voters is None:
         return problems
     live = {int(v) for v in live_voters}
-    wanted = set(controllers.values())
-    if removing in nodes:
-        wanted.discard(int(nodes[removing]["node_id"]))
+    wanted = set(controllers.values()) - {removing_id}
     for node_id in sorted(wanted - live):
         host = by_id[node_id]
         if host == adding:
@@ -168,9 +166,7 @@ def kafka_quorum_problems(
             f"-e kafka_add_controller={host} (it catches the node up before it votes), or take {host} out of the "
             "group. Nothing was changed."
         )
-    for node_id in sorted(live - wanted):
-        if removing and removing in nodes and int(nodes[removing]["node_id"]) == node_id:
-            continue
+    for node_id in sorted(live - wanted - {removing_id}):
         problems.append(
             f"node {node_id} is a voter of the running quorum {sorted(live)} but no host of the kafka_controller "
             "group has kafka_node_id " + str(node_id) + ". Editing the inventory does not remove a voter: put the "
