@@ -64,6 +64,8 @@ KAFKA_TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
     ),
     "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand", "kafka.admin.LogDirsCommand"),
     "kafka-acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
+    # unregister: a drained KRaft broker leaves the cluster's registrations (playbooks/decommission.yml).
+    "kafka-cluster": ("org.apache.kafka.tools.ClusterTool", "kafka.admin.ClusterTool"),
 }
 # Only for releases that still bundle ZooKeeper (3.x).
 ZOOKEEPER_TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
