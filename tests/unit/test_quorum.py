@@ -82,8 +82,16 @@ def test_initial_controllers_list_every_controller_with_its_endpoint() -> None:
         ([STATIC, None], "dynamic", "", "static"),
         ([ZOOKEEPER, DYNAMIC], "static", "", "dynamic"),
         ([ZOOKEEPER], "dynamic", "migration", "static"),
+        ([STATIC, DYNAMIC, STATIC], "static", "", "dynamic"),
     ],
-    ids=["new-cluster", "new-cluster-static-asked", "static-kept", "dynamic-kept", "migration-is-static"],
+    ids=[
+        "new-cluster",
+        "new-cluster-static-asked",
+        "static-kept",
+        "dynamic-kept",
+        "migration-is-static",
+        "a-move-to-dynamic-killed-halfway-is-finished",
+    ],
 )
 def test_a_cluster_keeps_the_quorum_kind_it_was_formatted_with(
     configs: list[str | None], requested: str, phase: str, kind: str

@@ -54,8 +54,12 @@ def kafka_initial_controllers(model: Mapping[str, Any], cluster_id: str) -> str:
 def kafka_quorum_kind(configs: Iterable[str | None], requested: str, migration_phase: str = "") -> str:
     """dynamic or static: what the nodes' server.properties already use, else (a new cluster) `requested`.
 
-    A ZooKeeper -> KRaft migration runs a static quorum (Kafka 3.9 migrates only those).
+    A node renders controller.quorum.bootstrap.servers without controller.quorum.voters only for a dynamic quorum
+    (a new one, or one that playbooks/quorum_to_dynamic.yml moved to kraft.version 1): one such node makes the
+    cluster dynamic, also while a move killed halfway left the others with their static voters (the next run
+    renders them alike). A ZooKeeper -> KRaft migration runs a static quorum (Kafka 3.9 migrates only those).
     """
+    kinds = set()
     for text in configs:
         if not text:
             continue
@@ -63,10 +67,12 @@ def kafka_quorum_kind(configs: Iterable[str | None], requested: str, migration_p
         if "process.roles" not in props and "controller.quorum.voters" not in props:
             continue
         if props.get("controller.quorum.voters", "").strip():
-            return "static"
-        if props.get("controller.quorum.bootstrap.servers", "").strip():
-            return "dynamic"
-    if migration_phase:
+            kinds.add("static")
+        elif props.get("controller.quorum.bootstrap.servers", "").strip():
+            kinds.add("dynamic")
+    if "dynamic" in kinds and not migration_phase:
+        return "dynamic"
+    if kinds or migration_phase:
         return "static"
     return requested
 
