@@ -61,6 +61,22 @@ def _one_move(
     return None
 
 
+def _even_out(
+    count: Counter[int],
+    total: Counter[int],
+    brokers: Sequence[int],
+    pick: Callable[[int, int], tuple[str, int] | None],
+    apply: Callable[[tuple[str, int], int, int], None],
+) -> None:
+    """Makes the moves _one_move finds until there is none, keeping the topic's and the cluster's counts."""
+    while (move := _one_move(count, total, brokers, pick)) is not None:
+        key, b, c = move
+        apply(key, b, c)
+        for counter in (count, total):
+            counter[b] -= 1
+            counter[c] += 1
+
+
 def _balance_replicas(assignment: Assignment, brokers: Sequence[int]) -> None:
     """Moves replicas of each topic off brokers that hold two more of it than another one (in place).
 
@@ -78,17 +94,11 @@ def _balance_replicas(assignment: Assignment, brokers: Sequence[int]) -> None:
             fits = [k for k in keys if b in assignment[k] and c not in assignment[k]]
             return next((k for k in fits if assignment[k][0] != b), fits[0] if fits else None)
 
-        while True:
-            move = _one_move(count, total, brokers, pick)
-            if move is None:
-                break
-            key, b, c = move
+        def replace(key: tuple[str, int], b: int, c: int) -> None:
             replicas = assignment[key]
             replicas[replicas.index(b)] = c
-            count[b] -= 1
-            count[c] += 1
-            total[b] -= 1
-            total[c] += 1
+
+        _even_out(count, total, brokers, pick, replace)
 
 
 def _balance_leaders(assignment: Assignment, brokers: Sequence[int]) -> None:
@@ -102,18 +112,12 @@ def _balance_leaders(assignment: Assignment, brokers: Sequence[int]) -> None:
         def pick(b: int, c: int, keys: list[tuple[str, int]] = keys) -> tuple[str, int] | None:
             return next((k for k in keys if assignment[k][:1] == [b] and c in assignment[k]), None)
 
-        while True:
-            move = _one_move(leads, total, brokers, pick)
-            if move is None:
-                break
-            key, b, c = move
+        def lead(key: tuple[str, int], b: int, c: int) -> None:
             replicas = assignment[key]
             j = replicas.index(c)
             replicas[0], replicas[j] = c, b
-            leads[b] -= 1
-            leads[c] += 1
-            total[b] -= 1
-            total[c] += 1
+
+        _even_out(leads, total, brokers, pick, lead)
 
 
 def plan(partitions: Iterable[Partition], brokers: Iterable[int], drain: int | None = None) -> Assignment:
