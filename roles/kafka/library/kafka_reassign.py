@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kafka_health import parse_brokers, parse_topics
+from ansible.module_utils.kafka_health import broker_problems, parse_brokers, parse_topics
 from ansible.module_utils.kafka_reassign_plan import (
     PlanError,
     bytes_to_copy,
@@ -130,11 +130,10 @@ class Tools:
         found = self.brokers()
         return None if found is None else sorted(found)
 
-    def unfenced(self) -> list[int]:
+    def registration(self) -> dict[int, bool]:
+        """broker -> fenced, from list-endpoints, or on 3.9 from kafka-broker-api-versions (unfenced ones only)."""
         found = self.brokers()
-        if found is None:
-            found = parse_brokers(self.run("kafka-broker-api-versions", check=False)[1])
-        return sorted(b for b, fenced in found.items() if not fenced)
+        return parse_brokers(self.run("kafka-broker-api-versions", check=False)[1]) if found is None else found
 
     def sizes(self, brokers: list[int], topics: list[str]) -> dict[int, dict[str, int]]:
         args = ["--describe", "--broker-list", ",".join(map(str, brokers))]
@@ -182,18 +181,16 @@ def _elect(tools: Tools, keys: list[tuple[str, int]], work_dir: Path, deadline: 
         return ""
     path = work_dir / "election.json"
     _write(path, election_json(keys))
-    last = ""
     while True:
         rc, out = tools.run(
             "kafka-leader-election", "--election-type", "PREFERRED", "--path-to-json-file", str(path), check=False
         )
-        last = out
         if rc == 0 and "Error completing leader election" not in out:
             path.unlink(missing_ok=True)
             return ""
         if time.monotonic() >= deadline:
             path.unlink(missing_ok=True)
-            return f"the preferred leaders of some moved partitions were not elected: {last.strip()[-300:]}"
+            return f"the preferred leaders of some moved partitions were not elected: {out.strip()[-300:]}"
         time.sleep(POLL)
 
 
@@ -223,12 +220,9 @@ def reassign(module: AnsibleModule, tools: Tools) -> dict[str, Any]:
     drain = p["node_id"] if p["state"] == "drained" else None
     # A broker that scale_out.yml just started may not have registered yet: nothing can move to it before.
     wanted = sorted(set(p["brokers"]) - {drain})
-    while True:
-        missing = sorted(set(wanted) - set(tools.unfenced()))
-        if not missing:
-            break
+    while problems := broker_problems(tools.registration(), wanted):
         if time.monotonic() >= deadline:
-            module.fail_json(msg=f"broker(s) {', '.join(map(str, missing))} not registered and unfenced; nothing moved")
+            module.fail_json(msg=f"{'; '.join(problems)}: nothing moved")
         time.sleep(POLL)
     partitions = tools.partitions()
     try:
