@@ -239,7 +239,8 @@ def test_the_windowed_counts_count_each_archived_record_once(spark_node: SparkNo
     """The metrics query reads the archive's committed files: each closed window counts exactly the archived
     records of its topic and time. A window is written once the watermark (the latest event time seen, less
     the delay) passes its end, so a few events keep arriving meanwhile, as they would in production. Last in
-    this file: by now the windows of the first runs have closed, or nearly."""
+    this file: by now the windows of the first runs have closed, or nearly (in molecule's spark scenario the
+    side effect produced events minutes apart, so two windows closed before the verify step began)."""
 
     def windows_closed() -> dict[str, Any] | None:
         produce_numbered(spark_node.bootstrap, spark_node.topic, 20)

@@ -10,10 +10,11 @@ import pytest
 from kafka_broker_checks import (
     kafka_bootstrap_without,
     kafka_decommission_problems,
+    kafka_replicas_witness,
     kafka_stranded_replicas,
     kafka_unknown_brokers,
 )
-from kafka_health import Partition, parse_topics
+from kafka_health import Partition, parse_racks, parse_topics
 from kafka_reassign_plan import (
     PlanError,
     bytes_to_copy,
@@ -99,6 +100,29 @@ def test_a_drain_that_would_leave_fewer_brokers_than_replicas_is_refused_naming_
         plan(_cluster(3), [1, 2, 3], drain=3)
 
 
+def _racks_of(partitions: list[Partition], racks: dict[int, str | None]) -> dict[str, int]:
+    return {p.name: len({racks.get(b) for b in p.replicas}) for p in partitions}
+
+
+def test_with_racks_no_move_lowers_the_racks_a_partition_spans() -> None:
+    # Six brokers in three racks (a: 1, 4; b: 2, 5; c: 3, 6), the cluster built on 1-3 (one replica per rack).
+    racks: dict[int, str | None] = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c"}
+    before = _cluster(3)
+    changes = plan(before, [1, 2, 3, 4, 5, 6], racks=racks)
+    after = _apply(before, changes)
+    assert changes, "the new brokers get replicas"
+    assert _racks_of(after, racks) == _racks_of(before, racks)
+    # Rack-blind, the same growth puts two replicas of a partition in one rack.
+    blind = _apply(before, plan(before, [1, 2, 3, 4, 5, 6]))
+    assert min(_racks_of(blind, racks).values()) < 3 <= max(_racks_of(blind, racks).values())
+    # Draining broker 6 (rack c, which keeps broker 3): its replicas go where the partition keeps three racks.
+    drained = _apply(after, plan(after, [1, 2, 3, 4, 5, 6], drain=6, racks=racks))
+    assert held_by(drained, 6) == []
+    assert _racks_of(drained, racks) == _racks_of(before, racks)
+    # Brokers that report no rack (rack: null) are a cluster without racks: the rack-blind plan.
+    assert plan(before, [1, 2, 3, 4], racks=dict.fromkeys(range(1, 5))) == plan(before, [1, 2, 3, 4])
+
+
 def test_replicas_on_brokers_outside_the_list_stay_where_they_are() -> None:
     stranded = [Partition("t", 0, 9, (9, 1, 2), (9, 1, 2), 2)]
     assert plan(stranded, [1, 2, 3]) == {}
@@ -143,7 +167,15 @@ VERIFY_DONE = (
 LIST = "Current partition reassignments:\nlifecycle-0: replicas: 1,2,3,4. adding: 4. removing: 3.\n"
 
 
+API_VERSIONS = (
+    "10.0.0.1:9092 (id: 1 rack: a isFenced: false) -> (\n\tProduce(0): 0 to 13 [usable: 13],\n)\n"
+    "10.0.0.2:9092 (id: 2 rack: null isFenced: false) -> (\n)\n"
+    "10.0.0.3:9092 (id: 3 rack: rack-c) -> (\n)\n"
+)
+
+
 def test_the_tools_output_is_read() -> None:
+    assert parse_racks(API_VERSIONS) == {1: "a", 2: None, 3: "rack-c"}
     parts = parse_topics(DESCRIBE, 1)
     assert parts[0].replicas == (1, 2, 3, 4) and parts[0].isr == (1, 2, 3)
     assert parse_log_dirs(LOG_DIRS) == {1: {"lifecycle-0": 7001124, "lifecycle-1": 20}, 2: {}}
@@ -188,3 +220,11 @@ def test_decommission_takes_broker_only_nodes_of_the_inventory() -> None:
     assert "controller too" in kafka_decommission_problems(MODEL, "x3")[0]
     assert "only broker" in kafka_decommission_problems(_model(("b1", 1, ["broker"])), "b1")[0]
     assert kafka_bootstrap_without(MODEL, "b2") == "10.0.0.1:9091,10.0.0.1:9093"
+
+
+def test_replicas_are_asked_of_the_quorum_witness_or_else_a_broker_that_has_run() -> None:
+    disks = {"c": {"meta": True, "ran": True}, "b1": {"meta": False}, "b2": {"meta": True}}
+    assert kafka_replicas_witness(MODEL, disks, "c") == "c"
+    # ZooKeeper mode (no quorum witness): a broker whose log dir holds meta.properties, never a controller.
+    assert kafka_replicas_witness(MODEL, disks) == "b2"
+    assert kafka_replicas_witness(MODEL, {"c": {"meta": True}, "b1": {"meta": False}}) == ""

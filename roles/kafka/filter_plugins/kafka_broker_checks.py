@@ -70,6 +70,19 @@ def kafka_bootstrap_without(model: Mapping[str, Any], host: str) -> str:
     )
 
 
+def kafka_replicas_witness(
+    model: Mapping[str, Any], disks: Mapping[str, Mapping[str, Any]], quorum_witness: str = ""
+) -> str:
+    """Where to ask which brokers hold replicas: the KRaft quorum's witness (a controller that has run), else a
+    broker of the inventory that has run (its log dir holds meta.properties; in ZooKeeper mode every broker
+    writes one). '' for a cluster that has never run."""
+    if quorum_witness:
+        return quorum_witness
+    return next(
+        (h for h, d in disks.items() if d.get("meta") and "broker" in model["nodes"].get(h, {}).get("roles", [])), ""
+    )
+
+
 class FilterModule:
     """Ansible entry point."""
 
@@ -79,4 +92,5 @@ class FilterModule:
             "kafka_unknown_brokers": kafka_unknown_brokers,
             "kafka_decommission_problems": kafka_decommission_problems,
             "kafka_bootstrap_without": kafka_bootstrap_without,
+            "kafka_replicas_witness": kafka_replicas_witness,
         }

@@ -16,6 +16,8 @@ description:
     with kafka-reassign-partitions --execute --throttle I(throttle) (bytes/s per broker, the replication traffic
     the move may use), waits with --verify until every partition has moved (which also removes the throttle),
     then elects the preferred leaders of the moved partitions. A balanced cluster is left alone (changed=false).
+    With broker.rack set on the brokers (as kafka-broker-api-versions reports them), no move lowers the number of
+    racks a partition's replicas span.
   - A run that stopped while a reassignment it started was still moving (killed, timed out) leaves its plan in
     I(work_dir); the next run first waits for that one to finish and its throttle to be removed. A reassignment
     this module did not start is refused (named), never cancelled.
@@ -55,6 +57,7 @@ counts:
   description: broker -> replicas held and partitions led, afterwards.
   returned: balanced/drained
   type: dict
+racks: {description: 'broker id -> broker.rack, when any broker has one.', returned: when racks are set, type: dict}
 layout: {description: 'The same as text: "broker: replicas/leaders, ...".', returned: balanced/drained, type: str}
 on_disk:
   description: Partitions the drained broker still reports on disk (0 once it deleted them).
@@ -71,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kafka_health import broker_problems, parse_brokers, parse_topics
+from ansible.module_utils.kafka_health import broker_problems, parse_brokers, parse_racks, parse_topics
 from ansible.module_utils.kafka_reassign_plan import (
     PlanError,
     bytes_to_copy,
@@ -225,8 +228,12 @@ def reassign(module: AnsibleModule, tools: Tools) -> dict[str, Any]:
             module.fail_json(msg=f"{'; '.join(problems)}: nothing moved")
         time.sleep(POLL)
     partitions = tools.partitions()
+    # broker.rack as the brokers report it: no move lowers the racks a partition spans.
+    racks = parse_racks(tools.run("kafka-broker-api-versions", check=False)[1])
+    if any(racks.values()):
+        result["racks"] = {str(b): r for b, r in sorted(racks.items())}
     try:
-        changes = plan(partitions, p["brokers"], drain)
+        changes = plan(partitions, p["brokers"], drain, racks)
     except PlanError as exc:
         module.fail_json(msg=f"cannot {'drain node ' + str(drain) if drain is not None else 'rebalance'}: {exc}")
     result["moved_partitions"] = len(changes)

@@ -19,7 +19,7 @@ _PARTITION = re.compile(
 )
 _TOPIC_HEADER = re.compile(r"Topic:\s*(?P<topic>\S+)\s+TopicId:.*?PartitionCount:")
 _MIN_ISR = re.compile(r"(?:^|[\s,])min\.insync\.replicas=(\d+)")
-_BROKER = re.compile(r"\(id: (?P<id>-?\d+) rack: [^)]*?(?:isFenced: (?P<fenced>true|false))?\)\s*->")
+_BROKER = re.compile(r"\(id: (?P<id>-?\d+) rack: (?P<rack>\S+?)(?: isFenced: (?P<fenced>true|false))?\)\s*->")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,11 @@ def parse_replication(text: str) -> list[Voter]:
 def parse_brokers(text: str) -> dict[int, bool]:
     """broker id -> fenced, from `kafka-broker-api-versions` (3.9 prints no isFenced: read as unfenced)."""
     return {int(m["id"]): m["fenced"] == "true" for m in _BROKER.finditer(text)}
+
+
+def parse_racks(text: str) -> dict[int, str | None]:
+    """broker id -> broker.rack (None when unset: "rack: null"), from `kafka-broker-api-versions`."""
+    return {int(m["id"]): (None if m["rack"] == "null" else m["rack"]) for m in _BROKER.finditer(text)}
 
 
 def parse_zookeeper_ids(text: str) -> list[int]:

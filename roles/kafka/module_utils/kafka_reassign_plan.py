@@ -10,6 +10,9 @@ same answer on a second run. The plans here change a partition only where a brok
   no data moves) from a broker that leads two more of the topic's partitions than another replica of it does.
 Drain: every replica on the drained broker moves to the least loaded broker that is not a replica yet, then the
 same two balancing passes run over the remaining brokers.
+Racks (broker.rack, as the brokers report it): no move lowers the number of racks a partition's replicas span
+(a balancing move that would is not made; a drained replica goes where the partition spans the most racks).
+Without racks every broker counts as the same rack, and nothing changes.
 
 Pure functions: no I/O. The kafka_reassign module runs the plans with the cluster's own tools.
 """
@@ -34,6 +37,19 @@ class PlanError(ValueError):
 
 def current_assignment(partitions: Iterable[Partition]) -> Assignment:
     return {(p.topic, p.partition): list(p.replicas) for p in partitions}
+
+
+Racks = Mapping[int, "str | None"]
+
+
+def _span(replicas: Iterable[int], racks: Racks) -> int:
+    """How many racks the replicas are on (brokers without a rack count as one rack of their own)."""
+    return len({racks.get(b) for b in replicas})
+
+
+def _keeps_span(replicas: Sequence[int], b: int, c: int, racks: Racks) -> bool:
+    """Whether replacing replica b by c keeps the partition on as many racks."""
+    return not racks or _span([c if x == b else x for x in replicas], racks) >= _span(replicas, racks)
 
 
 def _by_topic(assignment: Assignment) -> dict[str, list[tuple[str, int]]]:
@@ -77,7 +93,7 @@ def _even_out(
             counter[c] += 1
 
 
-def _balance_replicas(assignment: Assignment, brokers: Sequence[int]) -> None:
+def _balance_replicas(assignment: Assignment, brokers: Sequence[int], racks: Racks) -> None:
     """Moves replicas of each topic off brokers that hold two more of it than another one (in place).
 
     Every move lowers the spread, so the loop ends with each broker holding floor or ceil of the topic's
@@ -91,7 +107,11 @@ def _balance_replicas(assignment: Assignment, brokers: Sequence[int]) -> None:
 
         def pick(b: int, c: int, keys: list[tuple[str, int]] = keys) -> tuple[str, int] | None:
             # A partition the giver does not lead moves first: its leader stays where it is.
-            fits = [k for k in keys if b in assignment[k] and c not in assignment[k]]
+            fits = [
+                k
+                for k in keys
+                if b in assignment[k] and c not in assignment[k] and _keeps_span(assignment[k], b, c, racks)
+            ]
             return next((k for k in fits if assignment[k][0] != b), fits[0] if fits else None)
 
         def replace(key: tuple[str, int], b: int, c: int) -> None:
@@ -120,12 +140,16 @@ def _balance_leaders(assignment: Assignment, brokers: Sequence[int]) -> None:
         _even_out(leads, total, brokers, pick, lead)
 
 
-def plan(partitions: Iterable[Partition], brokers: Iterable[int], drain: int | None = None) -> Assignment:
+def plan(
+    partitions: Iterable[Partition], brokers: Iterable[int], drain: int | None = None, racks: Racks | None = None
+) -> Assignment:
     """The partitions whose replicas change (topic, partition) -> new replica list; empty when balanced.
 
     brokers: the brokers the cluster keeps (without `drain`). Replicas on brokers outside the list stay where
-    they are (preflight refuses a broker that leaves the inventory while it holds any).
+    they are (preflight refuses a broker that leaves the inventory while it holds any). racks: broker -> its
+    broker.rack (None: none); no rack at all: the plan ignores racks.
     """
+    racks = {b: r for b, r in (racks or {}).items()} if any((racks or {}).values()) else {}
     before = {p.name: p for p in partitions}
     current = current_assignment(before.values())
     keep = sorted(set(brokers) - {drain})
@@ -148,11 +172,19 @@ def plan(partitions: Iterable[Partition], brokers: Iterable[int], drain: int | N
                 replicas = wanted[key]
                 if drain not in replicas:
                     continue
-                target = min((c for c in keep if c not in replicas), key=lambda c: (count[c], total[c], c))
+                target = min(
+                    (c for c in keep if c not in replicas),
+                    key=lambda c, r=replicas: (
+                        -_span([c if x == drain else x for x in r], racks),
+                        count[c],
+                        total[c],
+                        c,
+                    ),
+                )
                 replicas[replicas.index(drain)] = target
                 count[target] += 1
                 total[target] += 1
-    _balance_replicas(wanted, keep)
+    _balance_replicas(wanted, keep, racks)
     _balance_leaders(wanted, keep)
     return {k: r for k, r in wanted.items() if r != current[k]}
 
