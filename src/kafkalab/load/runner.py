@@ -313,6 +313,11 @@ def run(state: StateDir) -> int:
     producer.start()
     ready = False
     while not stopping.wait(FLUSH_INTERVAL_S):
+        if not state.config.exists():
+            # The run's state was removed (a scenario starting over after a failed one): nobody can account for
+            # this run any more, and producing on would only take CPU from the next one.
+            log.warning("%s was removed: nobody accounts for this run; exiting", state.config)
+            os._exit(3)
         for w in writers:
             w.flush()
         if not ready and acked.count:
