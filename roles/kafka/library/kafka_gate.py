@@ -37,6 +37,13 @@ options:
     type: list
     elements: str
     default: []
+  formatted:
+    description:
+      - The node came back with an empty log dir (a replaced disk, formatted by this run). An offline partition
+        whose only replicas were on it cannot refill by replication: the gate fails at once, naming it and the
+        explicit ways back, instead of waiting out I(timeout).
+    type: bool
+    default: false
 """
 
 RETURN = r"""
@@ -58,6 +65,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.kafka_health import (
     Health,
     broker_problems,
+    lost_partitions,
     parse_brokers,
     parse_topics,
     parse_voters,
@@ -142,6 +150,8 @@ def look(module: AnsibleModule) -> Health:
         node = p["node_id"] if stopping and "broker" in p["roles"] else None
         partitions = parse_topics(out, p["default_min_insync_replicas"])
         health.problems += partition_problems(partitions, node, p["unprotected_topics"])
+        if p["formatted"] and not stopping:
+            health.lost = lost_partitions(partitions, p["node_id"])
     return health
 
 
@@ -161,6 +171,7 @@ def main() -> None:
             "controller_lag_max": {"type": "int", "default": 1000},
             "timeout": {"type": "int", "default": 300},
             "unprotected_topics": {"type": "list", "elements": "str", "default": []},
+            "formatted": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -168,7 +179,7 @@ def main() -> None:
     deadline = started + module.params["timeout"]
     while True:
         health = look(module)
-        if health.ok or time.monotonic() >= deadline:
+        if health.ok or health.lost or time.monotonic() >= deadline:
             break
         time.sleep(3)
     waited = round(time.monotonic() - started, 1)
@@ -178,6 +189,21 @@ def main() -> None:
         "waited": waited,
         "problems": health.problems,
     }
+    if health.lost:
+        node, shown = module.params["node_id"], ", ".join(health.lost[:8])
+        more = f" and {len(health.lost) - 8} more" if len(health.lost) > 8 else ""
+        module.fail_json(
+            msg=(
+                f"node {node} came back with an empty log dir, and {len(health.lost)} partition(s) had their only "
+                f"replica on it: {shown}{more}. Their data went with the old disk, and Kafka keeps them offline "
+                "rather than make an empty replica their leader. To bring them back empty on purpose (consumers' "
+                "committed offsets past the new end become out of range): kafka-leader-election --bootstrap-server "
+                f"{module.params['bootstrap_servers']} --election-type UNCLEAN --topic <topic> --partition <n>, for "
+                "each; or delete and recreate the topic. Then run the playbook again: it waits for the rest of the "
+                "refill."
+            ),
+            **result,
+        )
     if not health.ok:
         what = "may not stop" if module.params["phase"] == "before" else "is not back in a healthy cluster"
         module.fail_json(

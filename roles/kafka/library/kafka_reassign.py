@@ -15,7 +15,8 @@ description:
     (module_utils/kafka_reassign_plan.py); C(state=drained) moves every replica off I(node_id) first. The plan runs
     with kafka-reassign-partitions --execute --throttle I(throttle) (bytes/s per broker, the replication traffic
     the move may use), waits with --verify until every partition has moved (which also removes the throttle),
-    then elects the preferred leaders of the moved partitions. A balanced cluster is left alone (changed=false).
+    then elects the preferred leaders of the moved partitions (and of any other partition whose in-sync preferred
+    leader does not lead). A balanced cluster is left alone (changed=false).
     With broker.rack set on the brokers (as kafka-broker-api-versions reports them), no move lowers the number of
     racks a partition's replicas span.
   - A run that stopped while a reassignment it started was still moving (killed, timed out) leaves its plan in
@@ -179,7 +180,7 @@ def _wait_for(tools: Tools, plan_file: Path, deadline: float) -> dict[str, Any]:
 
 
 def _elect(tools: Tools, keys: list[tuple[str, int]], work_dir: Path, deadline: float) -> str:
-    """Preferred leader election for the moved partitions; returns a warning when some could not be elected."""
+    """Preferred leader election for some partitions; returns a warning when some could not be elected."""
     if not keys:
         return ""
     path = work_dir / "election.json"
@@ -193,7 +194,7 @@ def _elect(tools: Tools, keys: list[tuple[str, int]], work_dir: Path, deadline: 
             return ""
         if time.monotonic() >= deadline:
             path.unlink(missing_ok=True)
-            return f"the preferred leaders of some moved partitions were not elected: {out.strip()[-300:]}"
+            return f"the preferred leaders of some partitions were not elected: {out.strip()[-300:]}"
         time.sleep(POLL)
 
 
@@ -265,7 +266,14 @@ def reassign(module: AnsibleModule, tools: Tools) -> dict[str, Any]:
         _wait_for(tools, plan_file, deadline)
         result["seconds"] = round(time.monotonic() - started, 1)
         plan_file.unlink()
-        warning = _elect(tools, sorted(changes), work_dir, deadline)
+        # The moved partitions, and any other whose preferred leader is in sync but does not lead (leadership left
+        # behind by earlier restarts): the layout afterwards is the plan's.
+        stray = {
+            (x.topic, x.partition)
+            for x in tools.partitions()
+            if x.replicas and x.leader != x.replicas[0] and x.replicas[0] in x.isr
+        }
+        warning = _elect(tools, sorted(set(changes) | stray), work_dir, deadline)
         if warning:
             module.warn(warning)
     after = tools.partitions()

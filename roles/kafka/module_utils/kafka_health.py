@@ -55,6 +55,9 @@ class Health:
 
     problems: list[str] = field(default_factory=list)
     leader_id: int | None = None
+    # Offline partitions whose only replicas were on a node that came back with an empty log dir (kafka_gate
+    # with formatted=true): replication cannot bring them back, so waiting is pointless.
+    lost: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -206,6 +209,12 @@ def partition_problems(partitions: list[Partition], stopping: int | None, unprot
                 + (" and make it unavailable" if len(p.isr) == 1 else "")
             )
     return problems
+
+
+def lost_partitions(partitions: Iterable[Partition], node: int) -> list[str]:
+    """Offline partitions every replica of which is on `node`: when that node came back with an empty log dir
+    (a replaced disk), their data went with the old disk and no other broker holds a copy."""
+    return [p.name for p in partitions if p.leader is None and p.replicas and set(p.replicas) == {node}]
 
 
 def quorum_problems(voters: list[Voter], node_id: int, stopping: bool, lag_max: int) -> list[str]:
