@@ -40,6 +40,7 @@ options:
 RETURN = r"""
 replicas: {description: broker id -> partitions it holds (state=describe)., returned: always, type: dict}
 on_disk_bytes: {description: Bytes node_id holds on disk., returned: state=describe with node_id, type: int}
+sole: {description: Partitions node_id is the only replica of., returned: state=describe with node_id, type: list}
 registered:
   description: Broker ids registered (fenced or not), when the release can list them.
   returned: always
@@ -347,6 +348,8 @@ def main() -> None:
         if module.params["node_id"] is not None:
             node = module.params["node_id"]
             result["on_disk_bytes"] = sum(tools.sizes([node], []).get(node, {}).values())
+            # Partitions with no other replica: after a replaced disk, their data went with the old one.
+            result["sole"] = [x.name for x in partitions if list(x.replicas) == [node]]
         module.exit_json(**result)
     if state == "unregistered":
         module.exit_json(**unregister(module, tools))
