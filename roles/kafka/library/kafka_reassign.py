@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.kafka_health import broker_problems, parse_brokers, parse_racks, parse_topics
+from ansible.module_utils.kafka_health import broker_problems, parse_brokers, parse_racks, parse_topics, sole_replicas
 from ansible.module_utils.kafka_reassign_plan import (
     PlanError,
     bytes_to_copy,
@@ -348,8 +348,7 @@ def main() -> None:
         if module.params["node_id"] is not None:
             node = module.params["node_id"]
             result["on_disk_bytes"] = sum(tools.sizes([node], []).get(node, {}).values())
-            # Partitions with no other replica: after a replaced disk, their data went with the old one.
-            result["sole"] = [x.name for x in partitions if list(x.replicas) == [node]]
+            result["sole"] = [x.name for x in sole_replicas(partitions, node)]
         module.exit_json(**result)
     if state == "unregistered":
         module.exit_json(**unregister(module, tools))

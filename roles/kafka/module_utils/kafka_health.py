@@ -211,10 +211,15 @@ def partition_problems(partitions: list[Partition], stopping: int | None, unprot
     return problems
 
 
+def sole_replicas(partitions: Iterable[Partition], node: int) -> list[Partition]:
+    """The partitions whose only replica is on `node`: when it comes back with an empty log dir (a replaced
+    disk), their data went with the old disk and no other broker holds a copy."""
+    return [p for p in partitions if p.replicas and set(p.replicas) == {node}]
+
+
 def lost_partitions(partitions: Iterable[Partition], node: int) -> list[str]:
-    """Offline partitions every replica of which is on `node`: when that node came back with an empty log dir
-    (a replaced disk), their data went with the old disk and no other broker holds a copy."""
-    return [p.name for p in partitions if p.leader is None and p.replicas and set(p.replicas) == {node}]
+    """Those of sole_replicas that are offline: replication cannot bring them back, so nothing waits for them."""
+    return [p.name for p in sole_replicas(partitions, node) if p.leader is None]
 
 
 def quorum_problems(voters: list[Voter], node_id: int, stopping: bool, lag_max: int) -> list[str]:

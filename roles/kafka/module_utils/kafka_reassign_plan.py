@@ -149,7 +149,7 @@ def plan(
     they are (preflight refuses a broker that leaves the inventory while it holds any). racks: broker -> its
     broker.rack (None: none); no rack at all: the plan ignores racks.
     """
-    racks = {b: r for b, r in (racks or {}).items()} if any((racks or {}).values()) else {}
+    racks = racks if racks and any(racks.values()) else {}
     before = {p.name: p for p in partitions}
     current = current_assignment(before.values())
     keep = sorted(set(brokers) - {drain})
