@@ -21,6 +21,8 @@ KAFKA_SCALA := $(shell sed -n 's/^kafka_scala_version: *"\(.*\)"/\1/p' $(LAB_INV
 KAFKA_PREVIOUS_VERSION := $(shell sed -n 's/^ *kafka_version: *"\(.*\)"/\1/p' molecule/default/converge.yml)
 # Spark (and so its Kafka connector jars and the pyspark wheel) is pinned once, in the lab inventory.
 SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
+# The Prometheus JMX exporter agent, pinned once in the prometheus role's defaults.
+JMX_EXPORTER_VERSION := $(shell sed -n 's/^prometheus_jmx_exporter_version: *"\(.*\)"/\1/p' roles/prometheus/defaults/main.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
 KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/zookeeper/inventory/group_vars/all/zookeeper.yml)
 # make bench: BENCH_COLD=1 destroys and recreates the lab's hosts to time a cold converge; BENCH_COLD=0 times only
@@ -45,7 +47,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent and the lag exporter's wheel
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
@@ -56,6 +58,9 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_ZK_VERSION).tgz || [ $$? -eq 4 ]
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-$(SPARK_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-$(SPARK_VERSION).txt --project spark --out .cache/artifacts/spark-wheels
+	@# Metrics: the JMX exporter agent for every Kafka and ZooKeeper JVM, kafka-python for the consumer-lag exporter.
+	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/jmx-exporter-$(JMX_EXPORTER_VERSION).json --out .cache/artifacts
+	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/lag-exporter.txt --out .cache/artifacts/lag-exporter-wheels
 
 engine: venv  ## a running Docker engine (installs docker.io if needed)
 	$(BIN)/python -m kafkalab.lab engine

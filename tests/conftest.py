@@ -12,6 +12,7 @@ sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "filter_plugins"))
 sys.path.insert(0, str(ROOT / "roles" / "firewall" / "filter_plugins"))
 sys.path.insert(0, str(ROOT / "roles" / "spark" / "filter_plugins"))
 sys.path.insert(0, str(ROOT / "roles" / "spark_consumer" / "filter_plugins"))
+sys.path.insert(0, str(ROOT / "roles" / "prometheus" / "filter_plugins"))
 # zk4lw is a script the zookeeper role installs on its hosts; the suites import its pure functions.
 sys.path.insert(0, str(ROOT / "roles" / "zookeeper" / "files"))
 sys.path.insert(0, str(ROOT / "roles" / "kafka_topics" / "module_utils"))

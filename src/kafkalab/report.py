@@ -54,27 +54,8 @@ def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15
     try:
         cluster = admin.describe_cluster()
         controller, mode = _active_controller(admin, cluster.get("controller_id"))
-        topics = []
-        for topic in sorted(admin.describe_topics(), key=lambda t: t["name"]):
-            if topic.get("is_internal") and not include_internal:
-                continue
-            partitions = []
-            for p in sorted(topic["partitions"], key=lambda p: p["partition_index"]):
-                leader = int(p["leader_id"])
-                replicas, isr = list(p["replica_nodes"]), list(p["isr_nodes"])
-                offline = list(p.get("offline_replicas") or [])
-                partitions.append(
-                    {
-                        "partition": p["partition_index"],
-                        "leader": leader if leader >= 0 else None,
-                        "replicas": replicas,
-                        "isr": isr,
-                        "offline_replicas": offline,
-                        "flags": partition_status(leader, replicas, isr, offline),
-                    }
-                )
-            topics.append({"name": topic["name"], "partitions": partitions})
-        groups = _groups(admin, topics, timeout_ms)
+        topics = collect_topics(admin, include_internal)
+        groups = collect_groups(admin, topics, timeout_ms)
     finally:
         admin.close()
     return {
@@ -95,7 +76,33 @@ def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15
     }
 
 
-def _groups(admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int) -> list[dict[str, Any]]:
+def collect_topics(admin: KafkaAdminClient, include_internal: bool = False) -> list[dict[str, Any]]:
+    """Every topic's partitions: leader, replicas, ISR, offline replicas and the report's flags."""
+    topics = []
+    for topic in sorted(admin.describe_topics(), key=lambda t: t["name"]):
+        if topic.get("is_internal") and not include_internal:
+            continue
+        partitions = []
+        for p in sorted(topic["partitions"], key=lambda p: p["partition_index"]):
+            leader = int(p["leader_id"])
+            replicas, isr = list(p["replica_nodes"]), list(p["isr_nodes"])
+            offline = list(p.get("offline_replicas") or [])
+            partitions.append(
+                {
+                    "partition": p["partition_index"],
+                    "leader": leader if leader >= 0 else None,
+                    "replicas": replicas,
+                    "isr": isr,
+                    "offline_replicas": offline,
+                    "flags": partition_status(leader, replicas, isr, offline),
+                }
+            )
+        topics.append({"name": topic["name"], "partitions": partitions})
+    return topics
+
+
+def collect_groups(admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int) -> list[dict[str, Any]]:
+    """Each consumer group's committed offset, log end and lag per partition (the lag exporter serves these too)."""
     group_ids = sorted(g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups())
     if not group_ids:
         return []

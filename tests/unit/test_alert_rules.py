@@ -45,3 +45,74 @@ def test_every_alert_fires_after_its_for_and_not_before(tmp_path: Path) -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_it(tmp_path: Path) -> None:
+    from kafka_cluster import kafka_cluster_model
+    from prometheus_model import prometheus_model, prometheus_scrape_configs
+
+    hostvars = {f"kafka{i}": {"ansible_host": f"192.0.2.1{i}", "kafka_node_id": i} for i in (1, 2, 3)}
+    hostvars["mon1"] = {"ansible_host": "192.0.2.30"}
+    settings = {
+        "mode": "kraft",
+        "version": "4.3.1",
+        "data_dirs": ["/var/lib/kafka/data"],
+        "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
+        "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
+        "inter_broker_listener_name": "INTERNAL",
+        "default_replication_factor": 3,
+        "min_insync_replicas": 2,
+        "metrics_enabled": True,
+        "metrics_port": 7071,
+    }
+    names = ["kafka1", "kafka2", "kafka3"]
+    kafka = kafka_cluster_model(hostvars, names, names, settings)
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    model = prometheus_model(
+        hostvars,
+        {"kafka": names, "monitoring": ["mon1"]},
+        kafka,
+        {"servers": {"kafka1": {"address": "192.0.2.11", "myid": 1}}, "ports": {"metrics_port": 7072}},
+        {
+            **defaults,
+            "group": "monitoring",
+            "port": 9090,
+            "lag_exporter_port": 9308,
+            "node_exporter_enabled": True,
+            "node_exporter_port": 9100,
+        },
+    )
+    assert model["problems"] == []
+    jobs = {j["name"]: j["targets"] for j in model["jobs"]}
+    assert [t["address"] for t in jobs["kafka"]] == ["192.0.2.11:7071", "192.0.2.12:7071", "192.0.2.13:7071"]
+    assert jobs["kafka"][0]["labels"] == {"node": "kafka1", "node_id": "1", "roles": "broker+controller"}
+    assert [t["labels"]["node"] for t in jobs["node"]] == ["kafka1", "kafka2", "kafka3", "mon1"]
+    assert jobs["zookeeper"] == [{"address": "192.0.2.11:7072", "labels": {"node": "kafka1", "myid": "1"}}]
+    # Every exporter port is opened to the monitoring host and networks, and nothing else.
+    opened = {s["name"]: (s["port"], s.get("from_hosts"), s["from_networks"]) for s in model["firewall_services"]}
+    assert opened["kafka metrics"] == (7071, ["mon1"], ["monitoring"])
+    assert opened["node exporter"] == (9100, ["mon1"], ["monitoring"])
+    assert opened["prometheus"] == (9090, None, ["monitoring"])
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["prometheus_scrape_configs"] = prometheus_scrape_configs
+    env.filters["to_nice_yaml"] = lambda data, indent=2: yaml.safe_dump(data, indent=indent, sort_keys=False)
+    text = env.from_string((ROLE / "templates" / "prometheus.yml.j2").read_text()).render(
+        **defaults,
+        ansible_managed="test",
+        inventory_hostname="mon1",
+        hostvars={"localhost": {"prometheus_monitoring": model}},
+    )
+    (tmp_path / "prometheus.yml").write_text(text)
+    check = subprocess.run(
+        [promtool(), "check", "config", "--syntax-only", "prometheus.yml"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr + text
+    parsed = yaml.safe_load(text)
+    assert [c["job_name"] for c in parsed["scrape_configs"]] == [
+        "kafka",
+        "zookeeper",
+        "node",
+        "kafka_lag",
+        "prometheus",
+    ]

@@ -23,6 +23,7 @@ from ansible_collections.kafkalab.common.plugins.module_utils.variables import (
 from firewall_plan import firewall_plan
 from kafka_cluster import kafka_cluster_model
 from kafka_topics_plan import check as topics_check
+from prometheus_model import prometheus_model
 from spark_consumer_sizing import spark_consumer_sizing
 from spark_model import spark_cluster_model
 from zookeeper_ensemble import zookeeper_ensemble_model
@@ -148,6 +149,34 @@ def variables(
         + unknown_problems(hv, NAMES, SPECS)
         + spread_problems(hv, groups, controller or {})
     )
+
+
+PROMETHEUS = {
+    **yaml.safe_load((ROOT / "roles" / "prometheus" / "defaults" / "main.yml").read_text()),
+    "group": "monitoring",
+    "port": 9090,
+    "lag_exporter_port": 9308,
+    "node_exporter_enabled": True,
+    "node_exporter_port": 9100,
+}
+
+
+def monitoring(
+    hv: HostVars | None = None,
+    s: dict[str, Any] | None = None,
+    servers: list[str] | tuple[str, ...] = ("mon1",),
+    kafka_settings: dict[str, Any] | None = None,
+) -> list[str]:
+    """The Kafka model's and the monitoring model's problems, on the good cluster with metrics on (plus a monitoring
+    host mon1)."""
+    hv = hv or hosts()
+    hv.setdefault("mon1", {"ansible_host": "192.0.2.30"})
+    model = kafka_cluster_model(
+        hv, NAMES, NAMES, {**KAFKA, "metrics_enabled": True, "metrics_port": 7071, **(kafka_settings or {})}
+    )
+    groups = {"kafka": NAMES, "monitoring": list(servers)}
+    zookeeper: dict[str, Any] = {"servers": {}, "ports": {}}
+    return model["problems"] + prometheus_model(hv, groups, model, zookeeper, {**PROMETHEUS, **(s or {})})["problems"]
 
 
 def with_host(name: str, **changes: Any) -> HostVars:
@@ -633,6 +662,56 @@ CASES = [
             "zookeeper_client_port, zookeeper_peer_port and zookeeper_election_port must differ (got [2181, 2181, 3888]).",
         ],
         id="zookeeper-ports-equal",
+    ),
+    # --- monitoring
+    pytest.param(
+        lambda: monitoring(servers=()),
+        [
+            "metrics exporters are on for kafka1 (kafka_metrics_enabled), kafka2 (kafka_metrics_enabled), kafka3 (kafka_metrics_enabled), kafka1 (node_exporter_enabled), kafka2 (node_exporter_enabled), kafka3 (node_exporter_enabled) but group monitoring has no host, so nothing would scrape them. Put the host that runs Prometheus in group monitoring, or set kafka_metrics_enabled, zookeeper_metrics_enabled and node_exporter_enabled to false.",
+        ],
+        id="exporters-on-monitoring-group-empty",
+    ),
+    pytest.param(
+        lambda: monitoring(with_host("kafka2", kafka_metrics_port=9092)),
+        [
+            "kafka2: kafka_metrics_port 9092 is also the port of listener INTERNAL. Give the metrics exporter another port (kafka_metrics_port of kafka2, default 7071).",
+        ],
+        id="metrics-port-is-a-listener-port",
+    ),
+    pytest.param(
+        lambda: monitoring(with_host("kafka1", kafka_metrics_port="seventy")),
+        [
+            "kafka1: kafka_metrics_port 'seventy' is not a TCP port number (1-65535). Fix kafka_metrics_port of kafka1.",
+        ],
+        id="metrics-port-not-a-port",
+    ),
+    pytest.param(
+        lambda: monitoring(with_host("kafka3", node_exporter_port=9093)),
+        [
+            "kafka3: node_exporter_port of kafka3 is 9093, which the KRaft controller port of kafka3 uses too on the same machine. Give one of them another port.",
+        ],
+        id="node-exporter-port-is-the-controller-port",
+    ),
+    pytest.param(
+        lambda: monitoring(s={"prometheus_alert_down_for": 60}),
+        [
+            "prometheus_alert_down_for is 60: it must be a Prometheus duration such as 30s, 5m or 1h (a quoted string). Fix prometheus_alert_down_for in group_vars.",
+        ],
+        id="alert-window-a-number",
+    ),
+    pytest.param(
+        lambda: monitoring(s={"prometheus_alert_lag_records": "lots"}),
+        [
+            "prometheus_alert_lag_records is 'lots': it must be a whole number of records (e.g. 1000). Fix prometheus_alert_lag_records in group_vars.",
+        ],
+        id="lag-threshold-a-word",
+    ),
+    pytest.param(
+        lambda: monitoring(s={"prometheus_alert_disk_used_ratio": 85}),
+        [
+            "prometheus_alert_disk_used_ratio is 85: it must be a number above 0 and at most 1 (0.85 alerts at 85 % full). Fix prometheus_alert_disk_used_ratio in group_vars.",
+        ],
+        id="disk-ratio-a-percentage",
     ),
     # --- spark
     pytest.param(

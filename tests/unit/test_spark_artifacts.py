@@ -54,6 +54,25 @@ def test_committed_jar_lock_pins_the_spark_kafka_connector(path: Path) -> None:
     assert {a.artifact for a in lock.artifacts} >= {"kafka-clients", "commons-pool2"}
 
 
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "artifacts" / "locks").glob("jmx-exporter-*.json")), ids=lambda p: p.name
+)
+def test_committed_jmx_exporter_lock_pins_the_one_agent_jar_by_sha512(path: Path) -> None:
+    lock = load_jar_lock(path)
+    version = path.stem.removeprefix("jmx-exporter-")
+    assert [(a.group, a.artifact, a.version) for a in lock.artifacts] == [
+        ("io.prometheus.jmx", "jmx_prometheus_javaagent", version)
+    ]
+    assert len(lock.artifacts[0].sha512) == 128
+
+
+def test_committed_lag_exporter_lock_pins_the_controllers_kafka_python_by_hash() -> None:
+    pins = dict(read_requirements(ROOT / "artifacts" / "locks" / "lag-exporter.txt"))
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert list(pins) == ["kafka-python"]
+    assert f'"kafka-python=={pins["kafka-python"]}"' in pyproject
+
+
 @pytest.mark.parametrize("path", REQUIREMENT_LOCKS, ids=lambda p: p.name)
 def test_committed_pyspark_lock_pins_pyspark_and_py4j_by_hash(path: Path) -> None:
     pins = dict(read_requirements(path))

@@ -274,6 +274,31 @@ def _check_owned_properties(hostvars: Mapping[str, Any], host: str, problems: li
             )
 
 
+# The name the metrics exporter's port goes by in the per-host port checks (listeners, ZooKeeper, instances).
+METRICS_PORT_NAME = "metrics (kafka_metrics_port)"
+
+
+def _metrics_port(
+    hostvars: Mapping[str, Any], host: str, settings: Mapping[str, Any], problems: list[str]
+) -> int | None:
+    """The port of the host's JMX exporter agent, or None when metrics are off for it (kafka_metrics_enabled)."""
+    enabled = get(hostvars, host, "kafka_metrics_enabled", settings.get("metrics_enabled", False))
+    if isinstance(enabled, str) and enabled.lower() in ("true", "false"):
+        enabled = enabled.lower() == "true"
+    if not isinstance(enabled, bool):
+        problems.append(f"{host}: kafka_metrics_enabled must be true or false, not {enabled!r}.")
+        return None
+    if not enabled:
+        return None
+    raw = get(hostvars, host, "kafka_metrics_port", settings.get("metrics_port", 7071))
+    if not is_port(raw):
+        problems.append(
+            f"{host}: kafka_metrics_port '{raw}' is not a TCP port number (1-65535). Fix kafka_metrics_port of {host}."
+        )
+        return None
+    return as_int(raw)
+
+
 def _check_settings(settings: Mapping[str, Any], problems: list[str]) -> None:
     """The cluster-wide values a run cannot go without, each named with its bad value and the fix."""
     version = str(settings.get("version") or "")
@@ -569,16 +594,24 @@ def kafka_cluster_model(
                 problems.append(
                     f"{host}: kafka_controller_port '{raw_port}' is not a TCP port number. Fix it in host_vars/{host}."
                 )
+        metrics_port = _metrics_port(hostvars, host, settings, problems)
         ports: dict[int, str] = {}
         for item in [
             *host_listeners,
             {"name": controller_listener.get("name"), "port": controller_port},
+            {"name": METRICS_PORT_NAME, "port": metrics_port},
         ]:
             if item["port"] is None:
                 continue
             if host not in controllers and item["name"] == controller_listener.get("name"):
                 continue
-            if item["port"] in ports:
+            if item["port"] in ports and METRICS_PORT_NAME in (item["name"], ports[item["port"]]):
+                other = ports[item["port"]] if item["name"] == METRICS_PORT_NAME else item["name"]
+                problems.append(
+                    f"{host}: kafka_metrics_port {item['port']} is also the port of listener {other}. Give the "
+                    f"metrics exporter another port (kafka_metrics_port of {host}, default 7071)."
+                )
+            elif item["port"] in ports:
                 problems.append(
                     f"{host}: listeners {ports[item['port']]} and {item['name']} both use port {item['port']}. "
                     "Give each listener its own port (kafka_listeners / kafka_listener_overrides)."
@@ -618,6 +651,8 @@ def kafka_cluster_model(
             "machine": machine(hostvars, host),
             "controller_port": controller_port if host in controllers else None,
             "data_dirs": instance_dirs(host_dirs if isinstance(host_dirs, list) else [], instance),
+            # The JMX exporter agent's port (None: no agent on this node).
+            "metrics_port": metrics_port,
         }
     _check_machines(
         hostvars, hosts, nodes, host_ports, zookeepers if (zookeeper_mode or phase) else [], settings, problems

@@ -33,7 +33,7 @@ def zookeeper_ensemble_model(
     settings: client_port, peer_port, election_port, group (the inventory group's name, for messages).
     An empty group is no problem here (nothing to install); the kafka role refuses ZooKeeper mode
     without an ensemble. Returns {"servers": {host: server}, "connect": str,
-    "ports": {client_port, peer_port, election_port}, "problems": [str]}.
+    "ports": {client_port, peer_port, election_port[, metrics_port]}, "problems": [str]}.
     """
     servers = list(servers)
     group = str(settings.get("group") or "zookeeper")
@@ -49,10 +49,23 @@ def zookeeper_ensemble_model(
     for name, port in ports.items():
         if not is_port(port):
             problems.append(f"zookeeper_{name} '{settings.get(name)}' is not a TCP port number.")
+    # The JMX exporter agent's port, when metrics are on (zookeeper_metrics_enabled): one for the whole ensemble.
+    enabled = settings.get("metrics_enabled", False)
+    if isinstance(enabled, str) and enabled.lower() in ("true", "false"):
+        enabled = enabled.lower() == "true"
+    if not isinstance(enabled, bool):
+        problems.append(f"zookeeper_metrics_enabled must be true or false, not {enabled!r}.")
+        enabled = False
+    if enabled and servers:
+        ports["metrics_port"] = as_int(settings.get("metrics_port"))
+        if not is_port(ports["metrics_port"]):
+            problems.append(f"zookeeper_metrics_port '{settings.get('metrics_port')}' is not a TCP port number.")
     numbers = [p for p in ports.values() if p is not None]
     if len(set(numbers)) != len(numbers):
+        metrics = " (and zookeeper_metrics_port)" if "metrics_port" in ports else ""
         problems.append(
-            f"zookeeper_client_port, zookeeper_peer_port and zookeeper_election_port must differ (got {numbers})."
+            f"zookeeper_client_port, zookeeper_peer_port and zookeeper_election_port{metrics} must differ "
+            f"(got {numbers})."
         )
 
     myids = unique_ids(

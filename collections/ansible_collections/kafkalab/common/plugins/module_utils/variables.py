@@ -25,10 +25,18 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
 # The prefixes of the roles' variables; a variable with one of them that no role declares is a typo.
-ROLE_PREFIXES = ("kafka_", "zookeeper_", "spark_", "firewall_", "java_")
+ROLE_PREFIXES = ("kafka_", "zookeeper_", "spark_", "firewall_", "java_", "prometheus_", "node_exporter_")
 # Facts the roles set on the controller for each other (see each role's README), never inventory variables.
 PUBLIC_OUTPUTS = frozenset(
-    {"kafka_cluster", "kafka_archive_on_controller", "zookeeper_ensemble", "spark_cluster", "spark_artifacts"}
+    {
+        "kafka_cluster",
+        "kafka_archive_on_controller",
+        "zookeeper_ensemble",
+        "spark_cluster",
+        "spark_artifacts",
+        "prometheus_monitoring",
+        "prometheus_artifacts",
+    }
 )
 # Settings the whole cluster must agree on. Each is read once by the controller's preflight (from
 # group_vars/all) to build the cluster model, so a value set per host or per group would be ignored there.

@@ -1,0 +1,154 @@
+"""Consumer-group lag for Prometheus: the cluster report's collector (kafkalab.report) served at /metrics.
+
+Kafka has no broker-side lag metric: lag is a group's committed offset against the partition's log end, which
+only a client can put side by side. This small exporter runs on the monitoring host (roles/prometheus, service
+kafka-lag-exporter) and asks the cluster on every scrape, with the same code as `make report`
+(report.collect_topics and report.collect_groups), so the alert and the report cannot disagree.
+
+Why an exporter and not node-exporter's textfile collector: a textfile is written on a timer, so a scrape shows
+the lag of the last timer run and an exporter that died leaves a stale file that still looks fresh; here each
+scrape is one fresh reading, and `up{job="kafka_lag"}` says when there was none.
+
+    python -m kafkalab.lag_exporter --bootstrap kafka1:9092,kafka2:9092 --port 9308
+
+Series (gauges): kafka_consumergroup_lag{group,topic,partition}, kafka_consumergroup_committed_offset{...},
+kafka_topic_partition_log_end_offset{topic,partition}, kafka_consumergroup_total_lag{group},
+kafka_lag_exporter_scrape_seconds, kafka_lag_exporter_collect_ok (0 when the cluster did not answer).
+Groups that keep no offsets in Kafka (the Spark job keeps its own in its checkpoint) are not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from kafka.admin import KafkaAdminClient
+
+from kafkalab import report
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _escape(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**labels: Any) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}" if labels else ""
+
+
+def exposition(groups: Iterable[dict[str, Any]], seconds: float, ok: bool) -> str:
+    """The Prometheus text format of report.collect_groups' output (partitions without a known offset are left
+    out: a series of no value is no series)."""
+    series: dict[str, tuple[str, list[str]]] = {
+        "kafka_consumergroup_lag": ("Records the group is behind the partition's log end.", []),
+        "kafka_consumergroup_committed_offset": ("The group's committed offset.", []),
+        "kafka_topic_partition_log_end_offset": ("The partition's log end offset (next offset to be written).", []),
+        "kafka_consumergroup_total_lag": ("Records the group is behind, all its partitions together.", []),
+    }
+    ends: dict[tuple[str, int], int] = {}
+    for group in groups:
+        name = group["group"]
+        for row in group["partitions"]:
+            where = {"group": name, "topic": row["topic"], "partition": row["partition"]}
+            if row["lag"] is not None:
+                series["kafka_consumergroup_lag"][1].append(f"kafka_consumergroup_lag{_labels(**where)} {row['lag']}")
+            if row["committed"] is not None:
+                series["kafka_consumergroup_committed_offset"][1].append(
+                    f"kafka_consumergroup_committed_offset{_labels(**where)} {row['committed']}"
+                )
+            if row["log_end"] is not None:
+                ends[(row["topic"], row["partition"])] = row["log_end"]
+        series["kafka_consumergroup_total_lag"][1].append(
+            f"kafka_consumergroup_total_lag{_labels(group=name)} {group['total_lag']}"
+        )
+    series["kafka_topic_partition_log_end_offset"][1].extend(
+        f"kafka_topic_partition_log_end_offset{_labels(topic=t, partition=p)} {end}"
+        for (t, p), end in sorted(ends.items())
+    )
+    lines = []
+    for name, (help_text, samples) in series.items():
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", *samples]
+    lines += [
+        "# HELP kafka_lag_exporter_scrape_seconds Time to read the groups and offsets from the cluster.",
+        "# TYPE kafka_lag_exporter_scrape_seconds gauge",
+        f"kafka_lag_exporter_scrape_seconds {seconds:.3f}",
+        "# HELP kafka_lag_exporter_collect_ok 1 when the cluster answered this scrape, else 0.",
+        "# TYPE kafka_lag_exporter_collect_ok gauge",
+        f"kafka_lag_exporter_collect_ok {1 if ok else 0}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class Collector:
+    """One admin client, kept between scrapes and made again after a failure; one reading at a time."""
+
+    def __init__(self, bootstrap: str, timeout_ms: int) -> None:
+        self._bootstrap, self._timeout_ms = bootstrap, timeout_ms
+        self._admin: KafkaAdminClient | None = None
+        self._lock = threading.Lock()
+
+    def _client(self) -> KafkaAdminClient:
+        if self._admin is None:
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=self._bootstrap,
+                client_id="kafkalab-lag-exporter",
+                request_timeout_ms=self._timeout_ms,
+            )
+        return self._admin
+
+    def scrape(self) -> str:
+        with self._lock:
+            began = time.monotonic()
+            try:
+                admin = self._client()
+                groups = report.collect_groups(admin, report.collect_topics(admin), self._timeout_ms)
+                ok = True
+            except Exception as exc:  # the cluster may be away; the scrape says so and the next one tries again
+                print(f"lag exporter: could not read the groups: {type(exc).__name__}: {exc}", file=sys.stderr)
+                groups, ok = [], False
+                if self._admin is not None:
+                    self._admin.close()
+                self._admin = None
+            return exposition(groups, time.monotonic() - began, ok)
+
+
+def serve(collector: Collector, listen: str, port: int) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404, "only /metrics here")
+                return
+            body = collector.scrape().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # one line per scrape would fill the journal
+
+    return ThreadingHTTPServer((listen, port), Handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kafkalab.lag_exporter", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap", required=True, help="the brokers, host:port,...")
+    parser.add_argument("--listen", default="0.0.0.0", help="address to serve /metrics on")
+    parser.add_argument("--port", type=int, default=9308)
+    parser.add_argument("--timeout-ms", type=int, default=10_000, help="per-request timeout towards the cluster")
+    args = parser.parse_args(argv)
+    server = serve(Collector(args.bootstrap, args.timeout_ms), args.listen, args.port)
+    print(f"lag exporter: /metrics on {args.listen}:{args.port}, cluster {args.bootstrap}", file=sys.stderr)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""Metrics and alerts, live: the Prometheus of group monitoring scrapes every exporter, every query of the console
+page and of the Grafana dashboard returns data, the overview page's numbers agree with the Admin API, a stopped
+broker fires KafkaNodeDown and KafkaUnderReplicatedPartitions within their `for` plus a scrape and an evaluation and
+both resolve once it is back (under acks=all load, 0 lost), and a consumer group that stops consuming fires
+KafkaConsumerLagGrowing.
+
+Runs only against an inventory with a monitoring host (the default scenario, the lab); elsewhere it is skipped and
+says why. Times to fire and resolve are printed for docs/measurements.md, never asserted beyond the alert's own window.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Cluster
+from inventory_hosts import inventory_listing, kafka_unit, node, runner
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient
+
+from kafkalab import dashboards, e2e
+from kafkalab.ansible_driver import group_hosts
+
+ROOT = Path(__file__).resolve().parents[2]
+CONSOLE = ROOT / "roles" / "prometheus" / "files" / "consoles" / "kafka-overview.html"
+DASHBOARD = ROOT / "roles" / "prometheus" / "files" / "grafana" / "kafka-overview.json"
+
+
+def members(name: str) -> set[str]:
+    """The hosts of a group, none when the inventory has no such group."""
+    return set(group_hosts(inventory_listing(), name))
+
+
+MONITORING = sorted(members("monitoring"))
+pytestmark = pytest.mark.skipif(not MONITORING, reason="the inventory has no monitoring host (group monitoring)")
+
+
+def seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for unit in ("ms", "s", "m", "h"):
+        if duration.endswith(unit) and duration[: -len(unit)].isdigit():
+            return int(duration[: -len(unit)]) * units[unit]
+    raise ValueError(f"not a simple Prometheus duration: {duration}")
+
+
+class Prometheus:
+    def __init__(self, host: str) -> None:
+        variables = runner().get_variables(host)
+        address = variables.get("firewall_address") or variables.get("ansible_host", host)
+        self.url = f"http://{address}:{variables.get('prometheus_port', 9090)}"
+        self.settings = variables
+
+    def get(self, path: str, **params: str) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=15) as response:
+            body = response.read().decode()
+        return json.loads(body) if path.startswith("/api/") else body
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        reply = self.get("/api/v1/query", query=expr)
+        assert reply["status"] == "success", reply
+        return list(reply["data"]["result"])
+
+    def alerts(self, name: str) -> list[dict[str, Any]]:
+        return [a for a in self.get("/api/v1/alerts")["data"]["alerts"] if a["labels"]["alertname"] == name]
+
+    def interval(self, name: str, default: str) -> float:
+        return seconds(str(self.settings.get(name, default)))
+
+
+@pytest.fixture(scope="module")
+def prometheus() -> Prometheus:
+    return Prometheus(MONITORING[0])
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
+    deadline, last = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except Exception as exc:  # Prometheus or the cluster may be away for a moment; ask again
+            last = exc
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")
+
+
+def test_prometheus_scrapes_every_exporter_of_the_inventory(prometheus: Prometheus, cluster: Cluster) -> None:
+    expected = {
+        "kafka": {*cluster.brokers, *cluster.controllers},
+        "node": members("kafka") | members("zookeeper") | members("spark") | set(MONITORING),
+    }
+
+    def all_up() -> dict[str, list[dict[str, Any]]]:
+        targets = prometheus.get("/api/v1/targets")["data"]["activeTargets"]
+        by_job: dict[str, list[dict[str, Any]]] = {}
+        for t in targets:
+            by_job.setdefault(t["labels"]["job"], []).append(t)
+        down = [f"{t['labels']['job']} {t['scrapeUrl']}: {t['lastError']}" for t in targets if t["health"] != "up"]
+        return by_job if not down else {}
+
+    by_job = wait_until(all_up, 90, "every target to be up")
+    for job, hosts in expected.items():
+        assert {t["labels"]["node"] for t in by_job[job]} == hosts, f"job {job} scrapes {by_job[job]}"
+    assert {"kafka_lag", "prometheus"} <= set(by_job)
+    if cluster.mode == "zookeeper":
+        assert {t["labels"]["node"] for t in by_job["zookeeper"]} == members("zookeeper")
+    durations = {t["labels"].get("node", job): t["lastScrapeDuration"] for job, ts in by_job.items() for t in ts}
+    print(f"\nscrape durations (s): {json.dumps(durations, sort_keys=True)}")
+
+
+@pytest.fixture(scope="module")
+def committed_group(cluster: Cluster) -> Iterator[str]:
+    """A consumer group with committed offsets, 10 records behind: what the lag panels show."""
+    topic, group_id = f"monitoring-pages-{uuid.uuid4().hex[:8]}", f"pages-{uuid.uuid4().hex[:8]}"
+    e2e.create_topic(cluster.bootstrap, topic, partitions=1, replication=min(3, len(cluster.brokers)))
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for i in range(20):
+        producer.send(topic, str(i).encode())
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=cluster.bootstrap, group_id=group_id, auto_offset_reset="earliest",
+        enable_auto_commit=False, max_poll_records=10,
+    )  # fmt: skip
+    wait_until(lambda: consumer.poll(timeout_ms=1000), 60, "the group to read its first records")
+    consumer.commit()
+    consumer.close()
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+    try:
+        wait_until(lambda: admin.list_group_offsets({group_id: None}).get(group_id), 60, f"{group_id}'s commit")
+        yield group_id
+        admin.delete_groups([group_id])
+    finally:
+        admin.close()
+    e2e.delete_topic(cluster.bootstrap, topic)
+
+
+def live_queries(queries: list[str], cluster: Cluster) -> list[str]:
+    """The queries as the page runs them on this cluster: a per-node query once for each node id (the extraction
+    puts 'x' where the page puts a label value), ZooKeeper's only where the inventory has an ensemble (the page
+    shows them only then)."""
+    ids = sorted({str(cluster.node_id(n)) for n in {*cluster.brokers, *cluster.controllers}})
+    out: list[str] = []
+    for query in queries:
+        if "zookeeper" in query and not members("zookeeper"):
+            continue
+        out += [query.replace("'x'", f"'{i}'") for i in ids] if "node_id='x'" in query else [query]
+    return list(dict.fromkeys(out))
+
+
+@pytest.mark.parametrize("source", ["console", "dashboard"])
+def test_every_page_query_returns_data(
+    prometheus: Prometheus, cluster: Cluster, committed_group: str, source: str
+) -> None:
+    queries = dashboards.console_queries(CONSOLE) if source == "console" else dashboards.dashboard_queries(DASHBOARD)
+    assert queries, f"no query found in the {source}"
+    queries = live_queries(queries, cluster)
+
+    # A rate needs two samples in its window, and a new group a scrape of the lag exporter.
+    def empty() -> list[str]:
+        return [q for q in queries if not prometheus.query(q)]
+
+    try:
+        wait_until(lambda: not empty(), 120, f"every {source} query to return data", every_s=5)
+    except AssertionError:
+        pytest.fail(f"{source} queries that return nothing: {empty()}")
+    print(f"\n{source}: {len(queries)} queries, each returned data")
+
+
+class _Cells(html.parser.HTMLParser):
+    """The text of every element with an id, as the page renders it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: dict[str, str] = {}
+        self._open: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._open.append(dict(attrs).get("id"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open:
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        ident = next((i for i in reversed(self._open) if i), None)
+        if ident and data.strip():
+            self.cells[ident] = (self.cells.get(ident, "") + data.strip()).strip()
+
+
+def test_overview_page_numbers_agree_with_the_admin_api(prometheus: Prometheus, cluster: Cluster) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+    try:
+        topics = admin.describe_topics()
+    finally:
+        admin.close()
+    partitions = [p for t in topics for p in t["partitions"]]
+    replicas: dict[int, int] = {}
+    leaders: dict[int, int] = {}
+    for p in partitions:
+        for r in p["replica_nodes"]:
+            replicas[r] = replicas.get(r, 0) + 1
+        leaders[p["leader_id"]] = leaders.get(p["leader_id"], 0) + 1
+    want = {
+        "partitions-total": len(partitions),
+        "partitions-offline": 0,
+        "partitions-under-replicated": 0,
+        "brokers-up": len({*cluster.brokers, *cluster.controllers}),
+        "active-controllers": 1,
+        **{f"broker-{b}-partitions": n for b, n in replicas.items()},
+        **{f"broker-{b}-leaders": n for b, n in leaders.items()},
+    }
+
+    def page() -> dict[str, str]:
+        parser = _Cells()
+        parser.feed(prometheus.get("/consoles/kafka-overview.html"))
+        return parser.cells
+
+    def agrees() -> bool:
+        cells = page()
+        return all(cells.get(k) == str(v) for k, v in want.items())
+
+    try:
+        wait_until(agrees, 60, "the overview page to show the cluster as the Admin API does", every_s=3)
+    except AssertionError:
+        cells = page()
+        pytest.fail(f"page vs Admin API: {[(k, cells.get(k), v) for k, v in want.items() if cells.get(k) != str(v)]}")
+
+
+def _state(prometheus: Prometheus, name: str) -> str:
+    states = {a["state"] for a in prometheus.alerts(name)}
+    return "firing" if "firing" in states else ("pending" if states else "inactive")
+
+
+@pytest.mark.failover
+def test_a_stopped_broker_fires_node_down_and_under_replicated_and_both_resolve(
+    prometheus: Prometheus, cluster: Cluster
+) -> None:
+    victim = cluster.brokers[-1]
+    topic = f"monitoring-{uuid.uuid4().hex[:8]}"
+    e2e.create_topic(cluster.bootstrap, topic, partitions=3, replication=3, configs={"min.insync.replicas": "2"})
+    scrape = prometheus.interval("prometheus_scrape_interval", "15s")
+    evaluation = prometheus.interval("prometheus_evaluation_interval", "15s")
+    windows = {
+        "KafkaNodeDown": prometheus.interval("prometheus_alert_down_for", "1m"),
+        "KafkaUnderReplicatedPartitions": prometheus.interval("prometheus_alert_under_replicated_for", "5m"),
+    }
+    for name in windows:
+        assert _state(prometheus, name) == "inactive", f"{name} is already {_state(prometheus, name)}"
+    producer = e2e.BackgroundProducer(cluster.bootstrap, topic, rate_per_s=100).start()
+    host = node(victim)
+    fired: dict[str, float] = {}
+    resolved: dict[str, float] = {}
+    try:
+        time.sleep(2)
+        assert host.run(f"systemctl stop {kafka_unit(victim)}").rc == 0
+        stopped = time.monotonic()
+        try:
+            # Within its `for`, plus a scrape to see the change, an evaluation to start pending and one to fire,
+            # plus a scrape of slack for the exporter's own lag (under-replication shows after replica.lag.time.max).
+            for name, window in windows.items():
+                limit = window + 2 * scrape + 2 * evaluation + (30 if "Under" in name else 0)
+                wait_until(lambda n=name: _state(prometheus, n) == "firing", limit, f"{name} to fire", every_s=0.5)
+                fired[name] = time.monotonic() - stopped
+        finally:
+            assert host.run(f"systemctl start {kafka_unit(victim)}").rc == 0
+        started = time.monotonic()
+        for name in windows:
+            wait_until(lambda n=name: _state(prometheus, n) == "inactive", 180, f"{name} to resolve", every_s=0.5)
+            resolved[name] = time.monotonic() - started
+    finally:
+        producer.stop()
+    consumed = e2e.consume_run(cluster.bootstrap, topic, producer.run_id)
+    result = e2e.compare(producer.acked, consumed)
+    e2e.delete_topic(cluster.bootstrap, topic)
+    print(
+        f"\nalerts on stopping {victim}: fired after {json.dumps({k: round(v, 1) for k, v in fired.items()})} s, "
+        f"resolved {json.dumps({k: round(v, 1) for k, v in resolved.items()})} s after the start; "
+        f"windows {windows}, scrape {scrape}s, evaluation {evaluation}s; sent={producer.sent} {result.summary()}"
+    )
+    assert result.lost == [], f"lost {len(result.lost)} acknowledged messages"
+    assert result.duplicated == []
+
+
+def test_a_stalled_consumer_group_fires_the_lag_alert(prometheus: Prometheus, cluster: Cluster) -> None:
+    topic = f"monitoring-lag-{uuid.uuid4().hex[:8]}"
+    group_id = f"stalled-{uuid.uuid4().hex[:8]}"
+    threshold = int(prometheus.settings.get("prometheus_alert_lag_records", 1000))
+    window = prometheus.interval("prometheus_alert_lag_for", "10m")
+    scrape = prometheus.interval("prometheus_scrape_interval", "15s")
+    e2e.create_topic(cluster.bootstrap, topic, partitions=1, replication=min(3, len(cluster.brokers)))
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=cluster.bootstrap, group_id=group_id, auto_offset_reset="earliest"
+    )
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    try:
+        producer.send(topic, b"first").get(timeout=30)
+        wait_until(lambda: consumer.poll(timeout_ms=1000), 60, "the group to read the first record")
+        consumer.commit()
+        consumer.close()  # the group stops consuming; its committed offset stays
+        began = time.monotonic()
+
+        def alert_for_group() -> bool:
+            producer.send(topic, b"x" * 100)
+            alerts = prometheus.alerts("KafkaConsumerLagGrowing")
+            return any(a["labels"].get("group") == group_id and a["state"] == "firing" for a in alerts)
+
+        # The lag must pass the threshold (200 records/s here), then keep growing for the window.
+        wait_until(alert_for_group, threshold / 50 + 2 * window + 4 * scrape + 30, "the lag alert", every_s=0.02)
+        fired = time.monotonic() - began
+        lag = prometheus.query(f'sum(kafka_consumergroup_lag{{group="{group_id}"}})')
+        print(f"\nlag alert for {group_id} fired {fired:.1f}s after it stopped (window {window}s); lag {lag}")
+    finally:
+        producer.close()
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+        try:
+            admin.delete_groups([group_id])
+        finally:
+            admin.close()
+        e2e.delete_topic(cluster.bootstrap, topic)
