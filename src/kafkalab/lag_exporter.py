@@ -102,19 +102,36 @@ class Collector:
             )
         return self._admin
 
+    def _collect(self) -> tuple[list[dict[str, Any]], list[str]]:
+        admin = self._client()
+        errors: list[str] = []
+        groups = report.collect_groups(admin, report.collect_topics(admin), self._timeout_ms, errors)
+        return groups, errors
+
+    def _forget_client(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+        self._admin = None
+
     def scrape(self) -> str:
+        """One reading. A failure, or a group that could not be read (a broker away, or back from a restart that the
+        kept client has not caught up with), is tried once more with a new client before the scrape reports it."""
         with self._lock:
             began = time.monotonic()
-            try:
-                admin = self._client()
-                groups = report.collect_groups(admin, report.collect_topics(admin), self._timeout_ms)
+            groups: list[dict[str, Any]] = []
+            ok = False
+            for attempt in (1, 2):
+                try:
+                    groups, errors = self._collect()
+                except Exception as exc:  # the cluster may be away; the scrape says so and the next one tries again
+                    print(f"lag exporter: could not read the groups: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    self._forget_client()
+                    continue
                 ok = True
-            except Exception as exc:  # the cluster may be away; the scrape says so and the next one tries again
-                print(f"lag exporter: could not read the groups: {type(exc).__name__}: {exc}", file=sys.stderr)
-                groups, ok = [], False
-                if self._admin is not None:
-                    self._admin.close()
-                self._admin = None
+                if not errors:
+                    break
+                print(f"lag exporter: groups left out ({attempt}): {'; '.join(errors)}", file=sys.stderr)
+                self._forget_client()
             return exposition(groups, time.monotonic() - began, ok)
 
 

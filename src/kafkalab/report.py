@@ -101,12 +101,26 @@ def collect_topics(admin: KafkaAdminClient, include_internal: bool = False) -> l
     return topics
 
 
-def collect_groups(admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int) -> list[dict[str, Any]]:
-    """Each consumer group's committed offset, log end and lag per partition (the lag exporter serves these too)."""
+def collect_groups(
+    admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int, errors: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Each consumer group's committed offset, log end and lag per partition (the lag exporter serves these too).
+
+    errors: when given, a group whose offsets cannot be read (its coordinator moving, the group being deleted) is
+    left out and named there, instead of failing the whole collection."""
     group_ids = sorted(g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups())
     if not group_ids:
         return []
-    committed = admin.list_group_offsets(dict.fromkeys(group_ids))
+    if errors is None:
+        committed = admin.list_group_offsets(dict.fromkeys(group_ids))
+    else:
+        committed = {}
+        for group_id in group_ids:
+            try:
+                committed.update(admin.list_group_offsets({group_id: None}))
+            except Exception as exc:  # one group's trouble is not the others'
+                errors.append(f"{group_id}: {type(exc).__name__}: {exc}")
+        group_ids = [g for g in group_ids if g in committed]
     online = {
         TopicPartition(t["name"], p["partition"]) for t in topics for p in t["partitions"] if p["leader"] is not None
     }

@@ -34,7 +34,15 @@ from typing import Any
 import kafka
 import pytest
 from conftest import Cluster, read_properties
-from inventory_hosts import inventory_path, kafka_properties_path, machine_mates, node, one_per_machine, runner
+from inventory_hosts import (
+    inventory_path,
+    kafka_properties_path,
+    kafka_unit,
+    machine_mates,
+    node,
+    one_per_machine,
+    runner,
+)
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kafkalab import e2e
@@ -104,7 +112,9 @@ def networks(host: str, kind: str) -> list[str]:
 
 def managed_hosts() -> list[str]:
     """One inventory host per machine: instances on one machine (kafka_instance) share its ufw."""
-    return one_per_machine(sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")}))
+    return one_per_machine(
+        sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark"), *hosts_of("monitoring")})
+    )
 
 
 def zoo_cfg(host: str) -> dict[str, str]:
@@ -116,8 +126,37 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address.
 
     A machine's ufw holds the rules of every inventory host on it (one Kafka instance each)."""
-    every = sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark")})
+    every = sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark"), *hosts_of("monitoring")})
     return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
+
+
+AGENT_PORT = re.compile(r"-javaagent:\S*jmx_prometheus_javaagent\S*?=(\d+):")
+LISTEN_PORT = re.compile(r"--web\.listen-address=\S*:(\d+)")
+
+
+def agent_port(host: str, unit: str) -> str | None:
+    """The JMX exporter agent's port in the running JVM's command line, if it runs one."""
+    pid = node(host).check_output(f"systemctl show {unit} --property=MainPID --value").strip()
+    if pid in ("", "0"):
+        return None
+    match = AGENT_PORT.search(node(host).check_output(f"tr '\\0' ' ' < /proc/{pid}/cmdline"))
+    return match.group(1) if match else None
+
+
+def listen_port(host: str, defaults_file: str) -> str | None:
+    """The port a Debian-packaged Prometheus program listens on, from its /etc/default file (None: not there)."""
+    text = node(host).file(defaults_file)
+    match = LISTEN_PORT.search(text.content_string) if text.exists else None
+    return match.group(1) if match else None
+
+
+def monitoring_rules(host: str, port: str | None) -> set[tuple[str, str]]:
+    """An exporter port: open to the monitoring hosts and the monitoring networks."""
+    if port is None:
+        return set()
+    return {(f"{port}/tcp", address(h)) for h in hosts_of("monitoring")} | {
+        (f"{port}/tcp", src) for src in networks(host, "monitoring")
+    }
 
 
 def host_rules(host: str) -> frozenset[tuple[str, str]]:
@@ -144,12 +183,15 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
             clients = [ufw_source(n) for n in own] if own is not None else networks(host, "client")
             rules |= {(f"{port}/tcp", src) for src in clients}
             if name == props["inter.broker.listener.name"]:
-                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark}}
+                # In-cluster clients: the Spark job, and the consumer-lag exporter on the monitoring hosts.
+                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark, *hosts_of("monitoring")}}
+        rules |= monitoring_rules(host, agent_port(host, kafka_unit(host)))
     if host in zookeepers and variables(host).get("kafka_mode") == "zookeeper":
         cfg = zoo_cfg(host)
         rules |= {(f"{cfg['clientPort']}/tcp", address(h)) for h in {*brokers, *zookeepers}}
         peer, election = next(v for k, v in cfg.items() if k.startswith("server.")).split(";")[0].split(":")[1:3]
         rules |= {(f"{port}/tcp", address(h)) for h in zookeepers for port in (peer, election)}
+        rules |= monitoring_rules(host, agent_port(host, "zookeeper"))
     if host in spark:
         rules |= {("Anywhere", f"{address(h)}/tcp") for h in spark}
         ui = []
@@ -159,6 +201,10 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         if host in hosts_of("spark_worker"):
             ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
         rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}
+    rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
+    if host in hosts_of("monitoring"):
+        port = listen_port(host, "/etc/default/prometheus")
+        rules |= {(f"{port}/tcp", src) for src in networks(host, "monitoring")}
     own = address(host)
     return frozenset((to, src) for to, src in rules if src.split("/")[0] != own)
 
