@@ -35,7 +35,7 @@ NETWORK_CLASSES = {
 }
 PROTOCOLS = ("tcp", "udp")
 # Where the source address of a host's packets comes from, first match wins (then the inventory name).
-FIREWALL_ADDRESS = ("firewall_address", "ansible_host")
+FIREWALL_ADDRESS = inventory.FIREWALL_ADDRESS
 # ufw's tuple for "from anywhere / to anywhere" in /etc/ufw/user.rules.
 ANY_V4, ANY_V6 = "0.0.0.0/0", "::/0"
 

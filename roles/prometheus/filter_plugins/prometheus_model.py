@@ -15,7 +15,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.kafkalab.common.plugins.module_utils.inventory import as_int, get, is_port, machine
+from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
+    FIREWALL_ADDRESS,
+    as_int,
+    get,
+    host_address,
+    is_port,
+    machine,
+)
 
 # A Prometheus duration as its config accepts it: 30s, 5m, 1h30m, 500ms.
 DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
@@ -34,7 +41,8 @@ DURATIONS = (
 
 
 def _address(hostvars: Mapping[str, Any], host: str) -> str:
-    return str(get(hostvars, host, "firewall_address") or get(hostvars, host, "ansible_host") or host)
+    """Where Prometheus reaches a host's node exporter: the address its firewall rules know it by."""
+    return str(host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
 
 
 def _bool(value: Any) -> bool | None:

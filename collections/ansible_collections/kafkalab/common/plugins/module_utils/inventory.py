@@ -21,6 +21,8 @@ KAFKA_ADDRESS = ("kafka_advertised_host", "ansible_host")
 ZOOKEEPER_ADDRESS = ("zookeeper_address", *KAFKA_ADDRESS)
 # Spark hosts: the advertised host, else the connection address, else the inventory name as it is.
 SPARK_ADDRESS = ("spark_advertised_host", "ansible_host")
+# The source address of a host's packets (firewall rules) and where other hosts reach its exporters.
+FIREWALL_ADDRESS = ("firewall_address", "ansible_host")
 
 
 def get(hostvars: Mapping[str, Any], host: str, name: str, default: Any = None) -> Any:
