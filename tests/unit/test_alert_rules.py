@@ -50,21 +50,11 @@ def test_every_alert_fires_after_its_for_and_not_before(tmp_path: Path) -> None:
 def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_it(tmp_path: Path) -> None:
     from kafka_cluster import kafka_cluster_model
     from prometheus_model import prometheus_model, prometheus_scrape_configs
+    from test_preflight_refusals import KAFKA
 
     hostvars = {f"kafka{i}": {"ansible_host": f"192.0.2.1{i}", "kafka_node_id": i} for i in (1, 2, 3)}
     hostvars["mon1"] = {"ansible_host": "192.0.2.30"}
-    settings = {
-        "mode": "kraft",
-        "version": "4.3.1",
-        "data_dirs": ["/var/lib/kafka/data"],
-        "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
-        "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"},
-        "inter_broker_listener_name": "INTERNAL",
-        "default_replication_factor": 3,
-        "min_insync_replicas": 2,
-        "metrics_enabled": True,
-        "metrics_port": 7071,
-    }
+    settings = {**KAFKA, "metrics_enabled": True, "metrics_port": 7071}
     names = ["kafka1", "kafka2", "kafka3"]
     kafka = kafka_cluster_model(hostvars, names, names, settings)
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
