@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import html.parser
 import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -32,6 +37,22 @@ from kafkalab.ansible_driver import group_hosts
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE = ROOT / "roles" / "prometheus" / "files" / "consoles" / "kafka-overview.html"
 DASHBOARD = ROOT / "roles" / "prometheus" / "files" / "grafana" / "kafka-overview.json"
+# Screenshots of the overview page, kept after the run (one per scenario, or `lab`).
+ARTIFACTS = ROOT / ".cache" / "test-artifacts"
+# Debian's chromium, headless, as root in a container, on a closed network (no calls home: without these flags it
+# tries many at a time and they are refused).
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # The page's graphs fetch their series after load: let its scripts run this long (virtual time).
+    "--virtual-time-budget=20000",
+]
 
 
 def members(name: str) -> set[str]:
@@ -235,6 +256,88 @@ def test_overview_page_numbers_agree_with_the_admin_api(prometheus: Prometheus, 
     except AssertionError:
         cells = page()
         pytest.fail(f"page vs Admin API: {[(k, cells.get(k), v) for k, v in want.items() if cells.get(k) != str(v)]}")
+
+
+class _Graphs(html.parser.HTMLParser):
+    """For each element whose id ends in Graph: whether an <svg> was drawn inside it, and the text it shows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drawn: dict[str, bool] = {}
+        self.text: dict[str, str] = {}
+        self._open: list[str | None] = []
+
+    def _graph(self) -> str | None:
+        return next((i for i in reversed(self._open) if i and i.endswith("Graph")), None)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        ident = dict(attrs).get("id")
+        if ident and ident.endswith("Graph"):
+            self.drawn.setdefault(ident, False)
+        graph = self._graph()
+        if graph and tag == "svg":
+            self.drawn[graph] = True
+        if tag not in ("br", "img", "input", "meta", "link", "hr", "path", "line", "rect", "circle"):
+            self._open.append(ident)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._open and tag not in ("br", "img", "input", "meta", "link", "hr", "path", "line", "rect", "circle"):
+            self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        graph = self._graph()
+        if graph and data.strip():
+            self.text[graph] = (self.text.get(graph, "") + " " + data.strip()).strip()
+
+
+def chromium(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    binary = shutil.which("chromium")
+    if not binary:
+        pytest.fail("chromium is not installed on the controller: apt-get install chromium (.ci/run does)")
+    with tempfile.TemporaryDirectory(prefix="kafkalab-chromium-") as profile:
+        return subprocess.run(
+            [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+
+def test_overview_page_draws_every_graph_in_a_headless_browser(prometheus: Prometheus, committed_group: str) -> None:
+    """Debian's chromium loads the page with its scripts (Debian's rickshaw, d3, jQuery): every graph draws a chart
+    of live series (none says "No timeseries returned"), and a screenshot is kept in .cache/test-artifacts."""
+    url = f"{prometheus.url}/consoles/kafka-overview.html"
+    graphs = re.findall(r'<div id="(\w+Graph)"', CONSOLE.read_text())
+    assert graphs, "the page has no graph"
+
+    def drawn() -> _Graphs:
+        page = chromium(url, "--dump-dom")
+        assert page.returncode == 0, page.stderr[-2000:]
+        parsed = _Graphs()
+        parsed.feed(page.stdout)
+        return parsed
+
+    # Prometheus needs a scrape or two of the new consumer group before the lag graph has a series.
+    last: list[_Graphs] = []
+
+    def every_graph_drawn() -> bool:
+        last[:] = [drawn()]
+        return all(last[0].drawn.get(g) and "No timeseries" not in last[0].text.get(g, "") for g in graphs)
+
+    try:
+        wait_until(every_graph_drawn, 120, "every graph of the page to be drawn", every_s=5)
+    except AssertionError:
+        page = last[0] if last else _Graphs()
+        pytest.fail(f"graphs not drawn: {[(g, page.drawn.get(g), page.text.get(g)) for g in graphs]}")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"kafka-overview-{os.environ.get('MOLECULE_SCENARIO_NAME', 'lab')}.png"
+    taken = chromium(url, f"--screenshot={shot}", "--window-size=1400,2800", "--hide-scrollbars")
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    head = shot.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{shot} is not a PNG"
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    assert (width, height) == (1400, 2800), (width, height)
+    print(f"\n{len(graphs)} graphs drawn; screenshot {shot} ({shot.stat().st_size} bytes)")
 
 
 def _state(prometheus: Prometheus, name: str) -> str:
