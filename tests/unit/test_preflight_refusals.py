@@ -686,6 +686,13 @@ CASES = [
         id="metrics-port-not-a-port",
     ),
     pytest.param(
+        lambda: monitoring(with_host("kafka1", kafka_metrics_enabled="perhaps")),
+        [
+            "kafka1: kafka_metrics_enabled must be true or false, not 'perhaps'.",
+        ],
+        id="metrics-enabled-a-word",
+    ),
+    pytest.param(
         lambda: monitoring(with_host("kafka3", node_exporter_port=9093)),
         [
             "kafka3: node_exporter_port of kafka3 is 9093, which the KRaft controller port of kafka3 uses too on the same machine. Give one of them another port.",

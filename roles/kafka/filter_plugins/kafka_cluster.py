@@ -26,6 +26,7 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     KAFKA_ADDRESS,
     ZOOKEEPER_ADDRESS,
+    as_bool,
     as_int,
     checked_address,
     get,
@@ -282,11 +283,10 @@ def _metrics_port(
     hostvars: Mapping[str, Any], host: str, settings: Mapping[str, Any], problems: list[str]
 ) -> int | None:
     """The port of the host's JMX exporter agent, or None when metrics are off for it (kafka_metrics_enabled)."""
-    enabled = get(hostvars, host, "kafka_metrics_enabled", settings.get("metrics_enabled", False))
-    if isinstance(enabled, str) and enabled.lower() in ("true", "false"):
-        enabled = enabled.lower() == "true"
-    if not isinstance(enabled, bool):
-        problems.append(f"{host}: kafka_metrics_enabled must be true or false, not {enabled!r}.")
+    raw_enabled = get(hostvars, host, "kafka_metrics_enabled", settings.get("metrics_enabled", False))
+    enabled = as_bool(raw_enabled)
+    if enabled is None:
+        problems.append(f"{host}: kafka_metrics_enabled must be true or false, not {raw_enabled!r}.")
         return None
     if not enabled:
         return None

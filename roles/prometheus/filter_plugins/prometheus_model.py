@@ -17,6 +17,7 @@ from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     FIREWALL_ADDRESS,
+    as_bool,
     as_int,
     get,
     host_address,
@@ -43,12 +44,6 @@ DURATIONS = (
 def _address(hostvars: Mapping[str, Any], host: str) -> str:
     """Where Prometheus reaches a host's node exporter: the address its firewall rules know it by."""
     return str(host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
-
-
-def _bool(value: Any) -> bool | None:
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return value if isinstance(value, bool) else None
 
 
 def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
@@ -119,7 +114,7 @@ def prometheus_model(
 
     node_exporters: dict[str, tuple[str, int]] = {}  # machine -> (first host on it, port)
     for host in cluster:
-        enabled = _bool(get(hostvars, host, "node_exporter_enabled", settings.get("node_exporter_enabled")))
+        enabled = as_bool(get(hostvars, host, "node_exporter_enabled", settings.get("node_exporter_enabled")))
         if enabled is None:
             problems.append(f"{host}: node_exporter_enabled must be true or false. Fix it for {host}.")
             continue

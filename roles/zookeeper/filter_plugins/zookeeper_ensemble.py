@@ -13,6 +13,7 @@ from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import (
     ZOOKEEPER_ADDRESS,
+    as_bool,
     as_int,
     checked_address,
     is_port,
@@ -50,11 +51,9 @@ def zookeeper_ensemble_model(
         if not is_port(port):
             problems.append(f"zookeeper_{name} '{settings.get(name)}' is not a TCP port number.")
     # The JMX exporter agent's port, when metrics are on (zookeeper_metrics_enabled): one for the whole ensemble.
-    enabled = settings.get("metrics_enabled", False)
-    if isinstance(enabled, str) and enabled.lower() in ("true", "false"):
-        enabled = enabled.lower() == "true"
-    if not isinstance(enabled, bool):
-        problems.append(f"zookeeper_metrics_enabled must be true or false, not {enabled!r}.")
+    enabled = as_bool(settings.get("metrics_enabled", False))
+    if enabled is None:
+        problems.append(f"zookeeper_metrics_enabled must be true or false, not {settings.get('metrics_enabled')!r}.")
         enabled = False
     if enabled and servers:
         ports["metrics_port"] = as_int(settings.get("metrics_port"))

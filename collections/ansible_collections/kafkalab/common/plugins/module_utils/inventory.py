@@ -47,6 +47,13 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def as_bool(value: Any) -> bool | None:
+    """A bool from a bool or the text true/false (a templated default arrives as text); None for anything else."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value if isinstance(value, bool) else None
+
+
 def is_port(value: Any) -> bool:
     """A TCP/UDP port number, 1..65535."""
     port = as_int(value)
