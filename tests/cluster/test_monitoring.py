@@ -166,14 +166,20 @@ def committed_group(cluster: Cluster) -> Iterator[str]:
     e2e.delete_topic(cluster.bootstrap, topic)
 
 
+# The KRaft quorum's metrics (the dashboard's quorum row): a ZooKeeper-mode cluster has no such quorum.
+KRAFT_ONLY_METRICS = ("kafka_raft_", "kafka_broker_metadata_")
+
+
 def live_queries(queries: list[str], cluster: Cluster) -> list[str]:
     """The queries as the page runs them on this cluster: a per-node query once for each node id (the extraction
     puts 'x' where the page puts a label value), ZooKeeper's only where the inventory has an ensemble (the page
-    shows them only then)."""
+    shows them only then), the KRaft quorum's only in KRaft mode."""
     ids = sorted({str(cluster.node_id(n)) for n in {*cluster.brokers, *cluster.controllers}})
     out: list[str] = []
     for query in queries:
         if "zookeeper" in query and not members("zookeeper"):
+            continue
+        if cluster.mode == "zookeeper" and any(m in query for m in KRAFT_ONLY_METRICS):
             continue
         out += [query.replace("'x'", f"'{i}'") for i in ids] if "node_id='x'" in query else [query]
     return list(dict.fromkeys(out))
