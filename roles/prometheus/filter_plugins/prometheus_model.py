@@ -6,7 +6,7 @@ monitoring settings. Built once on the controller (tasks/preflight.yml) from the
                "targets": [{"address": "10.0.0.1:7071", "labels": {"node": host, ...}}]}],
      "firewall_services": [firewall role records], "problems": [str]}
 
-Pure functions over plain data (unit tested in tests/unit/test_prometheus_model.py).
+Pure functions over plain data (unit tested in tests/unit/test_preflight_refusals.py and test_alert_rules.py).
 """
 
 from __future__ import annotations
@@ -161,9 +161,6 @@ def prometheus_model(
         else:
             taken[port] = what
 
-    def node_labels(host: str) -> dict[str, str]:
-        return {"node": host}
-
     jobs: list[dict[str, Any]] = []
     jobs.append(
         {
@@ -192,8 +189,7 @@ def prometheus_model(
         {
             "name": "node",
             "targets": [
-                {"address": f"{_address(hostvars, h)}:{p}", "labels": node_labels(h)}
-                for h, p in node_exporters.values()
+                {"address": f"{_address(hostvars, h)}:{p}", "labels": {"node": h}} for h, p in node_exporters.values()
             ],
         }
     )
@@ -203,32 +199,34 @@ def prometheus_model(
     jobs.append({"name": "prometheus", "targets": [{"address": f"127.0.0.1:{port}", "labels": {}}]})
     jobs = [j for j in jobs if j["targets"]]
 
-    def service(name: str, hosts: list[str], port: Any) -> dict[str, Any]:
-        return {"name": name, "hosts": hosts, "port": port, "from_hosts": servers, "from_networks": ["monitoring"]}
+    def services_of(name: str, ports: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+        """One record per port (instances on one machine each have their own), open to the monitoring hosts and
+        networks."""
+        by_port: dict[Any, list[str]] = {}
+        for host, exporter_port in ports:
+            by_port.setdefault(exporter_port, []).append(host)
+        return [
+            {"name": name, "hosts": hosts, "port": p, "from_hosts": servers, "from_networks": ["monitoring"]}
+            for p, hosts in by_port.items()
+        ]
 
-    by_port: dict[int, list[str]] = {}
-    for h, n in kafka_nodes.items():
-        if n.get("metrics_port"):
-            by_port.setdefault(int(n["metrics_port"]), []).append(h)
-    services = [service("kafka metrics", hosts, p) for p, hosts in by_port.items()]
-    if zk_port:
-        services.append(service("zookeeper metrics", list(zk_servers), zk_port))
-    by_port = {}
-    for h, p in node_exporters.values():
-        by_port.setdefault(p, []).append(h)
-    services += [service("node exporter", hosts, p) for p, hosts in by_port.items()]
+    services = services_of(
+        "kafka metrics", [(h, n["metrics_port"]) for h, n in kafka_nodes.items() if n.get("metrics_port")]
+    )
+    services += services_of("zookeeper metrics", [(h, zk_port) for h in zk_servers] if zk_port else [])
+    services += services_of("node exporter", list(node_exporters.values()))
     if servers:
         # The Prometheus UI and API: the monitoring networks (operators, dashboards) only.
         services.append({"name": "prometheus", "hosts": servers, "port": port, "from_networks": ["monitoring"]})
     return {"servers": servers, "jobs": jobs, "firewall_services": services, "problems": problems}
 
 
-def prometheus_scrape_configs(model: Mapping[str, Any], scrape_interval: str) -> list[dict[str, Any]]:
-    """prometheus.yml's scrape_configs: one static_config per target, so each keeps its own labels."""
+def prometheus_scrape_configs(model: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """prometheus.yml's scrape_configs (every job at the global scrape interval): one static_config per target, so
+    each keeps its own labels."""
     return [
         {
             "job_name": job["name"],
-            "scrape_interval": scrape_interval,
             "static_configs": [{"targets": [t["address"]], "labels": t["labels"]} for t in job["targets"]],
         }
         for job in model.get("jobs", [])
