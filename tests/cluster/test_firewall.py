@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 import uuid
 import zipfile
 from collections.abc import Iterable
@@ -150,6 +151,16 @@ def listen_port(host: str, defaults_file: str) -> str | None:
     return match.group(1) if match else None
 
 
+def job_metrics_ports(host: str) -> list[str]:
+    """The ports the consumer job's drivers serve their metrics on, from the settings file the role rendered."""
+    settings = node(host).file("/etc/spark-consumer/job.toml")
+    if not settings.exists:
+        return []
+    document = tomllib.loads(settings.content_string)
+    ports = [document.get("metrics", {}).get("port", 0), document.get("realtime", {}).get("metrics_port", 0)]
+    return [str(p) for p in ports if p]
+
+
 def monitoring_rules(host: str, port: str | None) -> set[tuple[str, str]]:
     """An exporter port: open to the monitoring hosts and the monitoring networks."""
     if port is None:
@@ -201,6 +212,10 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         if host in hosts_of("spark_worker"):
             ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
         rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}
+        # Prometheus's hosts scrape the UIs' metrics servlets, and the job's own metrics ports (its settings file).
+        rules |= {(f"{port}/tcp", address(h)) for port in ui for h in hosts_of("monitoring")}
+        for port in job_metrics_ports(host):
+            rules |= monitoring_rules(host, port)
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_of("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")

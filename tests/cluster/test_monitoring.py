@@ -18,18 +18,17 @@ import shutil
 import subprocess
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Cluster
-from inventory_hosts import inventory_listing, kafka_unit, node, runner
+from inventory_hosts import inventory_listing, kafka_unit, node
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient
+from prometheus_api import Prometheus, wait_until
 
 from kafkalab import dashboards, e2e
 from kafkalab.ansible_driver import group_hosts
@@ -64,55 +63,9 @@ MONITORING = sorted(members("monitoring"))
 pytestmark = pytest.mark.skipif(not MONITORING, reason="the inventory has no monitoring host (group monitoring)")
 
 
-def seconds(duration: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    for unit in ("ms", "s", "m", "h"):
-        if duration.endswith(unit) and duration[: -len(unit)].isdigit():
-            return int(duration[: -len(unit)]) * units[unit]
-    raise ValueError(f"not a simple Prometheus duration: {duration}")
-
-
-class Prometheus:
-    def __init__(self, host: str) -> None:
-        variables = runner().get_variables(host)
-        address = variables.get("firewall_address") or variables.get("ansible_host", host)
-        self.url = f"http://{address}:{variables.get('prometheus_port', 9090)}"
-        self.settings = variables
-
-    def get(self, path: str, **params: str) -> Any:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        with urllib.request.urlopen(f"{self.url}{path}{query}", timeout=15) as response:
-            body = response.read().decode()
-        return json.loads(body) if path.startswith("/api/") else body
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        reply = self.get("/api/v1/query", query=expr)
-        assert reply["status"] == "success", reply
-        return list(reply["data"]["result"])
-
-    def alerts(self, name: str) -> list[dict[str, Any]]:
-        return [a for a in self.get("/api/v1/alerts")["data"]["alerts"] if a["labels"]["alertname"] == name]
-
-    def interval(self, name: str, default: str) -> float:
-        return seconds(str(self.settings.get(name, default)))
-
-
 @pytest.fixture(scope="module")
 def prometheus() -> Prometheus:
     return Prometheus(MONITORING[0])
-
-
-def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
-    deadline, last = time.monotonic() + timeout_s, None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-            if last:
-                return last
-        except Exception as exc:  # Prometheus or the cluster may be away for a moment; ask again
-            last = exc
-        time.sleep(every_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what} (last: {last!r})")
 
 
 def test_prometheus_scrapes_every_exporter_of_the_inventory(prometheus: Prometheus, cluster: Cluster) -> None:
@@ -346,11 +299,6 @@ def test_overview_page_draws_every_graph_in_a_headless_browser(prometheus: Prome
     print(f"\n{len(graphs)} graphs drawn; screenshot {shot} ({shot.stat().st_size} bytes)")
 
 
-def _state(prometheus: Prometheus, name: str) -> str:
-    states = {a["state"] for a in prometheus.alerts(name)}
-    return "firing" if "firing" in states else ("pending" if states else "inactive")
-
-
 # The alerts fire on the same exporters and rules in both modes: proven in KRaft mode (the default scenario), left
 # out of the ZooKeeper scenario for CI's time (it keeps the ZooKeeper targets, the pages and the page's numbers).
 @pytest.mark.kraft
@@ -368,7 +316,7 @@ def test_a_stopped_broker_fires_node_down_and_under_replicated_and_both_resolve(
         "KafkaUnderReplicatedPartitions": prometheus.interval("prometheus_alert_under_replicated_for", "5m"),
     }
     for name in windows:
-        assert _state(prometheus, name) == "inactive", f"{name} is already {_state(prometheus, name)}"
+        assert prometheus.state(name) == "inactive", f"{name} is already {prometheus.state(name)}"
     producer = e2e.BackgroundProducer(cluster.bootstrap, topic, rate_per_s=100).start()
     host = node(victim)
     fired: dict[str, float] = {}
@@ -382,13 +330,13 @@ def test_a_stopped_broker_fires_node_down_and_under_replicated_and_both_resolve(
             # plus a scrape of slack for the exporter's own lag (under-replication shows after replica.lag.time.max).
             for name, window in windows.items():
                 limit = window + 2 * scrape + 2 * evaluation + (30 if "Under" in name else 0)
-                wait_until(lambda n=name: _state(prometheus, n) == "firing", limit, f"{name} to fire", every_s=0.5)
+                wait_until(lambda n=name: prometheus.state(n) == "firing", limit, f"{name} to fire", every_s=0.5)
                 fired[name] = time.monotonic() - stopped
         finally:
             assert host.run(f"systemctl start {kafka_unit(victim)}").rc == 0
         started = time.monotonic()
         for name in windows:
-            wait_until(lambda n=name: _state(prometheus, n) == "inactive", 180, f"{name} to resolve", every_s=0.5)
+            wait_until(lambda n=name: prometheus.state(n) == "inactive", 180, f"{name} to resolve", every_s=0.5)
             resolved[name] = time.monotonic() - started
     finally:
         producer.stop()

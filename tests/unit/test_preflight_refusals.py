@@ -166,6 +166,7 @@ def monitoring(
     s: dict[str, Any] | None = None,
     servers: list[str] | tuple[str, ...] = ("mon1",),
     kafka_settings: dict[str, Any] | None = None,
+    spark: dict[str, Any] | None = None,
 ) -> list[str]:
     """The Kafka model's and the monitoring model's problems, on the good cluster with metrics on (plus a monitoring
     host mon1)."""
@@ -176,7 +177,30 @@ def monitoring(
     )
     groups = {"kafka": NAMES, "monitoring": list(servers)}
     zookeeper: dict[str, Any] = {"servers": {}, "ports": {}}
-    return model["problems"] + prometheus_model(hv, groups, model, zookeeper, {**PROMETHEUS, **(s or {})})["problems"]
+    if spark:
+        hv.setdefault("spark1", {"ansible_host": "192.0.2.21"})
+    problems = prometheus_model(hv, groups, model, zookeeper, {**PROMETHEUS, **(s or {})}, spark)["problems"]
+    return model["problems"] + problems
+
+
+# The consumer job's archive on a one-host Spark cluster, its metrics on metrics_port.
+def spark_job(metrics_port: int) -> dict[str, Any]:
+    return {
+        "cluster": {
+            "master": "spark1",
+            "addresses": {"spark1": "192.0.2.21"},
+            "workers": {"spark1": {"cores": 2, "memory_mb": 2048}},
+            "webui_ports": {"master": 8080, "worker": 8081},
+        },
+        "job": {
+            "host": "spark1",
+            "address": "192.0.2.21",
+            "apps": [
+                {"name": "consumer", "ui_port": 4040, "metrics_port": metrics_port,
+                 "metrics_port_variable": "spark_consumer_metrics_port"},
+            ],
+        },
+    }  # fmt: skip
 
 
 def with_host(name: str, **changes: Any) -> HostVars:
@@ -719,6 +743,20 @@ CASES = [
             "prometheus_alert_disk_used_ratio is 85: it must be a number above 0 and at most 1 (0.85 alerts at 85 % full). Fix prometheus_alert_disk_used_ratio in group_vars.",
         ],
         id="disk-ratio-a-percentage",
+    ),
+    pytest.param(
+        lambda: monitoring(s={"prometheus_alert_spark_stalled_reports": 0}),
+        [
+            "prometheus_alert_spark_stalled_reports is 0: it must be a whole number of report intervals, at least 1 (e.g. 5). Fix prometheus_alert_spark_stalled_reports in group_vars.",
+        ],
+        id="spark-stalled-reports-zero",
+    ),
+    pytest.param(
+        lambda: monitoring(spark=spark_job(8081)),
+        [
+            "spark1: spark_consumer_metrics_port (the metrics of consumer) is 8081, which spark_worker_webui_port of spark1 uses too on the same machine. Give one of them another port.",
+        ],
+        id="spark-job-metrics-port-is-the-worker-ui",
     ),
     # --- spark
     pytest.param(

@@ -2,7 +2,9 @@
 monitoring settings. Built once on the controller (tasks/preflight.yml) from the other roles' public models.
 
     {"servers": [monitoring hosts],
-     "jobs": [{"name": "kafka" | "zookeeper" | "node" | "kafka_lag" | "prometheus",
+     "jobs": [{"name": "kafka" | "zookeeper" | "node" | "spark_master" | "spark_worker" | "spark_driver" |
+                       "spark_job" | "kafka_lag" | "prometheus",
+               "metrics_path": "/metrics" unless the exporter serves elsewhere (Spark's servlets),
                "targets": [{"address": "10.0.0.1:7071", "labels": {"node": host, ...}}]}],
      "firewall_services": [firewall role records], "problems": [str]}
 
@@ -38,6 +40,7 @@ DURATIONS = (
     "prometheus_alert_down_for",
     "prometheus_alert_lag_for",
     "prometheus_alert_disk_for",
+    "prometheus_alert_spark_stalled_for",
 )
 
 
@@ -60,6 +63,12 @@ def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"prometheus_alert_lag_records is {lag!r}: it must be a whole number of records (e.g. 1000). "
             "Fix prometheus_alert_lag_records in group_vars."
+        )
+    reports = settings.get("prometheus_alert_spark_stalled_reports")
+    if isinstance(reports, bool) or as_int(reports) is None or (as_int(reports) or 0) < 1:
+        problems.append(
+            f"prometheus_alert_spark_stalled_reports is {reports!r}: it must be a whole number of report intervals, "
+            "at least 1 (e.g. 5). Fix prometheus_alert_spark_stalled_reports in group_vars."
         )
     ratio = settings.get("prometheus_alert_disk_used_ratio")
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
@@ -98,9 +107,12 @@ def prometheus_model(
     kafka: Mapping[str, Any],
     zookeeper: Mapping[str, Any],
     settings: Mapping[str, Any],
+    spark: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """settings: the prometheus role's variables (port, lag exporter port, durations, thresholds, group names) and
-    the node exporter's defaults (node_exporter_enabled, node_exporter_port) for hosts that do not set their own."""
+    the node exporter's defaults (node_exporter_enabled, node_exporter_port) for hosts that do not set their own.
+    spark: {"cluster": the spark role's spark_cluster, "job": the spark_consumer role's spark_consumer_endpoints}
+    (either empty without Spark hosts)."""
     problems = _setting_problems(settings)
     monitoring_group = str(settings.get("group") or "monitoring")
     servers = list(groups.get(monitoring_group) or [])
@@ -139,8 +151,24 @@ def prometheus_model(
             "to false."
         )
 
-    # Ports that must not clash on one machine: the exporters and Prometheus against Kafka's and ZooKeeper's.
+    # Ports that must not clash on one machine: the exporters and Prometheus against Kafka's, ZooKeeper's and Spark's.
     used = _machine_ports(hostvars, kafka, zookeeper)
+    spark_cluster = (spark or {}).get("cluster") or {}
+    spark_job = (spark or {}).get("job") or {}
+    spark_webui = spark_cluster.get("webui_ports") or {}
+    spark_master = str(spark_cluster.get("master") or "")
+    spark_workers = list(spark_cluster.get("workers") or {})
+    spark_addresses = spark_cluster.get("addresses") or {}
+    apps = list(spark_job.get("apps") or []) if spark_master else []
+    if spark_master:
+        taken = used.setdefault(machine(hostvars, spark_master), {})
+        taken.setdefault(int(spark_webui.get("master") or 0), f"spark_master_webui_port of {spark_master}")
+        for app in apps:
+            taken.setdefault(int(app["ui_port"]), f"the Spark UI port of {app['name']} on {spark_master}")
+    for host in spark_workers:
+        used.setdefault(machine(hostvars, host), {}).setdefault(
+            int(spark_webui.get("worker") or 0), f"spark_worker_webui_port of {host}"
+        )
     own_ports: list[tuple[str, str, int, str]] = [
         (m, h, p, f"node_exporter_port of {h}") for m, (h, p) in node_exporters.items()
     ]
@@ -151,6 +179,16 @@ def prometheus_model(
                 problems.append(f"{host}: {name} is not a TCP port number. Fix {name}.")
                 continue
             own_ports.append((machine(hostvars, host), host, port, f"{name} of {host}"))
+    own_ports += [
+        (
+            machine(hostvars, spark_master),
+            spark_master,
+            int(app["metrics_port"]),
+            f"{app.get('metrics_port_variable', 'the metrics port')} (the metrics of {app['name']})",
+        )
+        for app in apps
+        if app.get("metrics_port")
+    ]
     for where, host, port, what in own_ports:
         taken = used.setdefault(where, {})
         if port in taken:
@@ -193,6 +231,45 @@ def prometheus_model(
             ],
         }
     )
+    if spark_master and servers:
+        # Spark's own servlets on the web UI ports (spark role's metrics.properties, the job's spark-submit
+        # properties), and the job's progress exporter (kafkalab_spark.metrics).
+        master_target = {
+            "address": f"{spark_addresses[spark_master]}:{spark_webui.get('master')}",
+            "labels": {"node": spark_master},
+        }
+        jobs.append({"name": "spark_master", "metrics_path": "/metrics/master/prometheus/", "targets": [master_target]})
+        jobs.append(
+            {
+                "name": "spark_worker",
+                "metrics_path": "/metrics/prometheus/",
+                "targets": [
+                    {"address": f"{spark_addresses[h]}:{spark_webui.get('worker')}", "labels": {"node": h}}
+                    for h in spark_workers
+                ],
+            }
+        )
+        driver = spark_job.get("address") or spark_addresses[spark_master]
+        labels = {"node": str(spark_job.get("host") or spark_master)}
+        jobs.append(
+            {
+                "name": "spark_driver",
+                "metrics_path": "/metrics/prometheus/",
+                "targets": [
+                    {"address": f"{driver}:{a['ui_port']}", "labels": {**labels, "app": a["name"]}} for a in apps
+                ],
+            }
+        )
+        jobs.append(
+            {
+                "name": "spark_job",
+                "targets": [
+                    {"address": f"{driver}:{a['metrics_port']}", "labels": {**labels, "app": a["name"]}}
+                    for a in apps
+                    if a.get("metrics_port")
+                ],
+            }
+        )
     lag_port = as_int(settings.get("lag_exporter_port"))
     port = as_int(settings.get("port"))
     jobs.append({"name": "kafka_lag", "targets": [{"address": f"127.0.0.1:{lag_port}", "labels": {}}]})
@@ -215,6 +292,14 @@ def prometheus_model(
     )
     services += services_of("zookeeper metrics", [(h, zk_port) for h in zk_servers] if zk_port else [])
     services += services_of("node exporter", list(node_exporters.values()))
+    if spark_master and servers:
+        # The spark role opens the web UIs to the monitoring networks; Prometheus's host scrapes them too.
+        ui = [(spark_master, spark_webui.get("master")), *((h, spark_webui.get("worker")) for h in spark_workers)]
+        ui += [(spark_master, a["ui_port"]) for a in apps]
+        services += [{**s, "from_networks": []} for s in services_of("spark metrics", ui)]
+        services += services_of(
+            "spark job metrics", [(spark_master, a["metrics_port"]) for a in apps if a.get("metrics_port")]
+        )
     if servers:
         # The Prometheus UI and API: the monitoring networks (operators, dashboards) only.
         services.append({"name": "prometheus", "hosts": servers, "port": port, "from_networks": ["monitoring"]})
@@ -227,6 +312,7 @@ def prometheus_scrape_configs(model: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "job_name": job["name"],
+            **({"metrics_path": job["metrics_path"]} if job.get("metrics_path") else {}),
             "static_configs": [{"targets": [t["address"]], "labels": t["labels"]} for t in job["targets"]],
         }
         for job in model.get("jobs", [])

@@ -21,7 +21,8 @@ def spark_cluster_model(
     worker_resources ({host: {"cores": spark_worker_cores, "memory": spark_worker_memory}} of each worker).
 
     Returns {"master": host or "", "master_address": str, "master_url": str, "addresses": {host: str},
-    "workers": {host: {"cores": int, "memory_mb": int}}, "shared_path": str, "firewall_services": [service],
+    "workers": {host: {"cores": int, "memory_mb": int}}, "shared_path": str, "driver_ui_ports": [int],
+    "webui_ports": {"master": int, "worker": int}, "firewall_services": [service],
     "problems": [str]}; the master is the first host of the master group. shared_path is
     spark_shared_storage_path: a directory every Spark host sees at the same path. workers is what each worker
     offers to executors, for the jobs to size themselves from (spark_consumer).
@@ -67,6 +68,11 @@ def spark_cluster_model(
         "problems": problems,
         "workers": resources,
         "driver_ui_ports": [int(port) for port in settings.get("driver_ui_ports") or []],
+        # Where the master's and the workers' web UIs (and their /metrics/.../prometheus) listen.
+        "webui_ports": {
+            "master": int(settings.get("master_webui_port") or 0),
+            "worker": int(settings.get("worker_webui_port") or 0),
+        },
         "shared_path": shared_path,
         "master": master,
         "master_address": master_address,

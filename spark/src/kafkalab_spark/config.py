@@ -49,6 +49,9 @@ class JobConfig:
     # rare and the counts wait for the watermark anyway: fewer batches of theirs leave the cores to the archive.
     quarantine_trigger_interval: str = ""
     metrics_trigger_interval: str = ""
+    # Where the driver serves the job's progress as Prometheus metrics ([metrics]; port 0: not served).
+    metrics_bind: str = ""
+    metrics_port: int = 0
 
     def trigger_for(self, query: str) -> str:
         """The trigger interval of one of the job's queries."""
@@ -75,6 +78,15 @@ def _interval(data: Mapping[str, Any], dotted: str) -> str:
     value = str(_get(data, dotted, str))
     if not _INTERVAL_RE.match(value):
         raise ConfigError(f"{dotted} must look like '5 seconds' or '1 minute', got {value!r}")
+    return value
+
+
+def _port(data: Mapping[str, Any], dotted: str) -> int:
+    """An optional TCP port setting: absent or 0 means off."""
+    section, _, key = dotted.rpartition(".")
+    value = (data.get(section) or {}).get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigError(f"{dotted} must be a TCP port number (0: off), got {value!r}")
     return value
 
 
@@ -106,6 +118,9 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
     if not bootstrap:
         raise ConfigError("kafka.bootstrap_servers is empty")
     paths = {key: str(_get(data, f"paths.{key}", str)) for key in ("output", "quarantine", "metrics", "checkpoint")}
+    metrics = data.get("metrics", {})
+    if not isinstance(metrics, Mapping) or not isinstance(metrics.get("bind", ""), str):
+        raise ConfigError(f"metrics must be a table with bind (an address) and port, got {metrics!r}")
     return JobConfig(
         app_name=str(_get(data, "app_name", str)),
         bootstrap_servers=bootstrap,
@@ -124,6 +139,8 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
         kafka_options={str(k): str(v) for k, v in options.items()},
         min_partitions=counts["min_partitions"],
         write_partitions=counts["write_partitions"],
+        metrics_bind=str(metrics.get("bind", "")),
+        metrics_port=_port(data, "metrics.port"),
         **own_triggers,
     )
 
@@ -146,9 +163,12 @@ class RealtimeConfig:
     dead_letter_topic: str
     checkpoint_path: str
     status_path: str
+    # Where the driver serves its progress as Prometheus metrics (the bind address is [metrics] bind; 0: off).
+    metrics_port: int = 0
 
 
-def _seconds(interval: str) -> float:
+def seconds(interval: str) -> float:
+    """A Spark interval ('5 seconds', '1 minute') in seconds."""
     number, unit = interval.split(" ")
     return int(number) * _SECONDS[unit.rstrip("s")]
 
@@ -159,7 +179,7 @@ def parse_realtime(data: Mapping[str, Any]) -> RealtimeConfig:
     if mode not in REALTIME_MODES:
         raise ConfigError(f"realtime.mode must be one of {REALTIME_MODES}, got {mode!r}")
     duration = _interval(data, "realtime.batch_duration")
-    if mode == "realtime" and _seconds(duration) < _REALTIME_MIN_SECONDS:
+    if mode == "realtime" and seconds(duration) < _REALTIME_MIN_SECONDS:
         raise ConfigError(
             f"realtime.batch_duration must be at least {_REALTIME_MIN_SECONDS} seconds in Real-time Mode "
             f"(it is the checkpoint interval, not the latency), got {duration!r}"
@@ -179,6 +199,7 @@ def parse_realtime(data: Mapping[str, Any]) -> RealtimeConfig:
         dead_letter_topic=topics["dead_letter_topic"],
         checkpoint_path=str(_get(data, "realtime.checkpoint", str)),
         status_path=str(_get(data, "realtime.status", str)),
+        metrics_port=_port(data, "realtime.metrics_port"),
     )
 
 

@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from kafkalab_spark import config as job_config
+from kafkalab_spark import metrics as job_metrics
 from kafkalab_spark.progress import StatusFile, progress_line, read_checkpoint, summarize_progress
 from kafkalab_spark.transforms import good_records, parse_records, quarantined, records_schema, windowed_counts
 
@@ -85,8 +87,16 @@ def start_queries(spark: SparkSession, cfg: job_config.JobConfig) -> list[Stream
         # less per-task work for the same records.
         source = source.coalesce(cfg.write_partitions)
     parsed = parse_records(source)
+    # Each batch's produce-to-processing latency of the archived records, in its progress (observedMetrics): what
+    # the job's metrics endpoint serves as kafkalab_spark_query_record_latency_seconds. No state, no checkpoint change.
+    archived = good_records(parsed).observe(
+        "latency",
+        F.count(F.lit(1)).alias("rows"),
+        F.max("latency_ms").alias("max_ms"),
+        F.avg("latency_ms").alias("avg_ms"),
+    )
     sinks: dict[str, tuple[DataFrame, str]] = {
-        "records": (good_records(parsed), cfg.output_path),
+        "records": (archived, cfg.output_path),
         "quarantine": (quarantined(parsed), cfg.quarantine_path),
         "metrics": (
             windowed_counts(archived_records(spark, cfg), cfg.window_duration, cfg.watermark_delay),
@@ -239,6 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     cfg = startup.settings
     status = StatusFile(cfg.status_path, started_from(cfg), job_version())
+    if cfg.metrics_port:
+        triggers = {name: job_config.seconds(cfg.trigger_for(name)) for name in QUERIES}
+        job_metrics.serve(
+            status, job_metrics.report_intervals(triggers), cfg.app_name, cfg.metrics_bind, cfg.metrics_port
+        )
     spark = SparkSession.builder.appName(cfg.app_name).getOrCreate()
     spark.streams.addListener(ProgressListener(status))
     queries = start_queries(spark, cfg)

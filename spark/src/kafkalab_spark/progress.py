@@ -107,6 +107,10 @@ def summarize_progress(progress: Mapping[str, Any]) -> dict[str, Any]:
         "end_offset": end,
         "latest_offset": latest,
         "offsets_behind_latest": offsets_behind(end, latest) if latest else None,
+        # The batch's observed metrics (Dataset.observe): the archive's produce-to-processing latency.
+        "observed": {
+            str(k): dict(v) for k, v in (progress.get("observedMetrics") or {}).items() if isinstance(v, Mapping)
+        },
     }
 
 
@@ -127,6 +131,10 @@ class StatusFile:
     def __init__(self, path: str | Path, started_from: Mapping[str, Any], version: str = "unknown") -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        # When each query last reported (started, a batch's progress, or an idle trigger): every event, idle ones
+        # too, though the file is rewritten once per idle spell. The metrics endpoint serves it; a query whose
+        # reports stop while the driver's Python side still answers is stalled.
+        self._reported: dict[str, float] = {}
         self._doc: dict[str, Any] = {
             "pid": os.getpid(),
             "version": version,
@@ -144,6 +152,7 @@ class StatusFile:
                 entry["first_batch"] = dict(summary)
             entry["last_batch"] = dict(summary)
             entry.pop("idle_since", None)
+            self._reported[query] = time.time()
             self._doc["updated_at"] = time.time()
             self._write()
 
@@ -153,6 +162,7 @@ class StatusFile:
         with self._lock:
             entry = self._doc["queries"].setdefault(query, {"rows_since_start": 0, "first_batch": None})
             entry["started_at"] = timestamp
+            self._reported[query] = time.time()
             self._doc["updated_at"] = time.time()
             self._write()
 
@@ -161,6 +171,7 @@ class StatusFile:
         event): it is alive and caught up. Recorded once per idle spell, not on every trigger."""
         with self._lock:
             entry = self._doc["queries"].setdefault(query, {"rows_since_start": 0, "first_batch": None})
+            self._reported[query] = time.time()
             if "idle_since" in entry:
                 return
             entry["idle_since"] = timestamp
@@ -179,6 +190,11 @@ class StatusFile:
         with self._lock:
             self._doc["queries"].setdefault(query, {})["terminated"] = error or "stopped"
             self._write()
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, float]]:
+        """A copy of the status document and of when each query last reported, taken together."""
+        with self._lock:
+            return json.loads(json.dumps(self._doc)), dict(self._reported)
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from kafkalab_spark import config as job_config
+from kafkalab_spark import metrics as job_metrics
 from kafkalab_spark.job import (
     ProgressListener,
     job_version,
@@ -77,6 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg, rt = settings.settings
     started_from = resume_point(QUERY, rt.checkpoint_path, cfg.starting_offsets)
     status = StatusFile(rt.status_path, {QUERY: {**started_from, "mode": rt.mode}}, job_version())
+    if rt.metrics_port:
+        # Real-time Mode reports at the end of each long batch (batch_duration); micro-batches every second.
+        every = job_config.seconds(rt.batch_duration) if rt.mode == "realtime" else 1.0
+        app = f"{cfg.app_name}-realtime"
+        job_metrics.serve(status, job_metrics.report_intervals({QUERY: every}), app, cfg.metrics_bind, rt.metrics_port)
     spark = SparkSession.builder.appName(f"{cfg.app_name}-realtime").getOrCreate()
     spark.streams.addListener(ProgressListener(status))
     query = start_query(spark, cfg, rt)

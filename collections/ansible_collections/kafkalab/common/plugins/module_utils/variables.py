@@ -34,6 +34,7 @@ PUBLIC_OUTPUTS = frozenset(
         "zookeeper_ensemble",
         "spark_cluster",
         "spark_artifacts",
+        "spark_consumer_endpoints",
         "prometheus_monitoring",
         "prometheus_artifacts",
     }
