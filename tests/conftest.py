@@ -21,3 +21,5 @@ sys.path.insert(0, str(ROOT / "roles" / "kafka" / "module_utils"))
 sys.path.insert(0, str(ROOT / "roles" / "kafka" / "library"))
 # inventory_hosts: the inventory helpers both cluster suites (tests/cluster, tests/spark_cluster) share.
 sys.path.insert(0, str(ROOT / "tests"))
+# The Spark job's package (its metrics exporter names what the dashboards may select).
+sys.path.insert(0, str(ROOT / "spark" / "src"))

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from inventory_hosts import group, inventory_listing
 from prometheus_api import Prometheus, wait_until
 
+from kafkalab import dashboards
 from kafkalab.ansible_driver import group_hosts
 from kafkalab.e2e import produce_numbered
 
 from .conftest import SERVICE, SparkNode
 from .pipeline import archive_report, committed, master_state
 
+DASHBOARD = Path(__file__).resolve().parents[2] / "roles" / "prometheus" / "files" / "grafana" / "kafka-overview.json"
 MONITORING = sorted(group_hosts(inventory_listing(), "monitoring"))
 pytestmark = pytest.mark.skipif(not MONITORING, reason="the inventory has no monitoring host (group monitoring)")
 SPARK_JOBS = ("spark_master", "spark_worker", "spark_driver", "spark_job")
@@ -121,6 +124,16 @@ def test_the_jobs_progress_metrics_count_what_was_acked(prometheus: Prometheus, 
     interval = value(prometheus, f"kafkalab_spark_query_report_interval_seconds{{{sel}}}")
     assert interval == 10, "a 1-second trigger reports at least every idle-event interval (10 s)"
     print(f"\narchive record latency after {count} records: {json.dumps(latency)} s")
+
+
+def test_every_spark_panel_of_the_dashboard_returns_data(prometheus: Prometheus) -> None:
+    queries = [q for q in dashboards.dashboard_queries(DASHBOARD) if 'job="spark_' in q]
+    assert queries, "the dashboard has no Spark panel"
+
+    def empty() -> list[str]:
+        return [q for q in queries if not prometheus.query(q)]
+
+    wait_until(lambda: not empty(), 120, "every Spark panel's query to return data", every_s=5)
 
 
 def _stalled(prometheus: Prometheus, app: str) -> str:

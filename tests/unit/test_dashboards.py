@@ -133,9 +133,37 @@ def jmx_exporter_metric_names() -> set[str]:
     return names
 
 
+def spark_job_metric_names() -> set[str]:
+    """What the job's progress exporter (kafkalab_spark.metrics) serves for a query that has run batches."""
+    from kafkalab_spark import metrics, progress
+
+    batch = {
+        "batchId": 1,
+        "numInputRows": 1,
+        "sources": [{"endOffset": {"t": {"0": 1}}, "latestOffset": {"t": {"0": 2}}}],
+        "observedMetrics": {"latency": {"rows": 1, "max_ms": 1, "avg_ms": 1}},
+    }
+    doc = {"queries": {"records": {"rows_since_start": 1, "last_batch": progress.summarize_progress(batch)}}}
+    text = metrics.exposition(doc, {"records": 1.0}, {"records": 10.0}, "app")
+    return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+
+
+# Spark's own servlets (PrometheusServlet) as the spark scenario reads them: the master's and the workers' gauges.
+SPARK_MASTER = {"metrics_master_aliveWorkers_Value", "metrics_master_apps_Value"}
+SPARK_WORKER = {"metrics_worker_coresUsed_Value", "metrics_worker_memUsed_MB_Value"}
+
+
 def metrics_by_job() -> dict[str, set[str]]:
     kafka = jmx_exporter_metric_names() | JMX_AGENT
-    jobs = {"kafka": kafka, "zookeeper": ZOOKEEPER, "node": NODE_EXPORTER, "kafka_lag": LAG_EXPORTER}
+    jobs = {
+        "kafka": kafka,
+        "zookeeper": ZOOKEEPER,
+        "node": NODE_EXPORTER,
+        "kafka_lag": LAG_EXPORTER,
+        "spark_master": SPARK_MASTER,
+        "spark_worker": SPARK_WORKER,
+        "spark_job": spark_job_metric_names(),
+    }
     return {job: names | {"up"} for job, names in jobs.items()}
 
 
