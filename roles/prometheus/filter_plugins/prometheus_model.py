@@ -160,15 +160,17 @@ def prometheus_model(
     spark_workers = list(spark_cluster.get("workers") or {})
     spark_addresses = spark_cluster.get("addresses") or {}
     apps = list(spark_job.get("apps") or []) if spark_master else []
-    if spark_master:
-        taken = used.setdefault(machine(hostvars, spark_master), {})
-        taken.setdefault(int(spark_webui.get("master") or 0), f"spark_master_webui_port of {spark_master}")
-        for app in apps:
-            taken.setdefault(int(app["ui_port"]), f"the Spark UI port of {app['name']} on {spark_master}")
-    for host in spark_workers:
-        used.setdefault(machine(hostvars, host), {}).setdefault(
-            int(spark_webui.get("worker") or 0), f"spark_worker_webui_port of {host}"
-        )
+    exporting_apps = [a for a in apps if a.get("metrics_port")]
+    # Spark's web UIs (the master's, each worker's, each driver's): (host, port, what), scraped and guarded alike.
+    spark_ui = (
+        [(spark_master, spark_webui.get("master"), f"spark_master_webui_port of {spark_master}")]
+        if spark_master
+        else []
+    )
+    spark_ui += [(h, spark_webui.get("worker"), f"spark_worker_webui_port of {h}") for h in spark_workers]
+    spark_ui += [(spark_master, a["ui_port"], f"the Spark UI port of {a['name']} on {spark_master}") for a in apps]
+    for host, ui_port, what in spark_ui:
+        used.setdefault(machine(hostvars, host), {}).setdefault(int(ui_port or 0), what)
     own_ports: list[tuple[str, str, int, str]] = [
         (m, h, p, f"node_exporter_port of {h}") for m, (h, p) in node_exporters.items()
     ]
@@ -186,8 +188,7 @@ def prometheus_model(
             int(app["metrics_port"]),
             f"{app.get('metrics_port_variable', 'the metrics port')} (the metrics of {app['name']})",
         )
-        for app in apps
-        if app.get("metrics_port")
+        for app in exporting_apps
     ]
     for where, host, port, what in own_ports:
         taken = used.setdefault(where, {})
@@ -265,8 +266,7 @@ def prometheus_model(
                 "name": "spark_job",
                 "targets": [
                     {"address": f"{driver}:{a['metrics_port']}", "labels": {**labels, "app": a["name"]}}
-                    for a in apps
-                    if a.get("metrics_port")
+                    for a in exporting_apps
                 ],
             }
         )
@@ -294,12 +294,9 @@ def prometheus_model(
     services += services_of("node exporter", list(node_exporters.values()))
     if spark_master and servers:
         # The spark role opens the web UIs to the monitoring networks; Prometheus's host scrapes them too.
-        ui = [(spark_master, spark_webui.get("master")), *((h, spark_webui.get("worker")) for h in spark_workers)]
-        ui += [(spark_master, a["ui_port"]) for a in apps]
+        ui = [(host, ui_port) for host, ui_port, _ in spark_ui]
         services += [{**s, "from_networks": []} for s in services_of("spark metrics", ui)]
-        services += services_of(
-            "spark job metrics", [(spark_master, a["metrics_port"]) for a in apps if a.get("metrics_port")]
-        )
+        services += services_of("spark job metrics", [(spark_master, a["metrics_port"]) for a in exporting_apps])
     if servers:
         # The Prometheus UI and API: the monitoring networks (operators, dashboards) only.
         services.append({"name": "prometheus", "hosts": servers, "port": port, "from_networks": ["monitoring"]})
