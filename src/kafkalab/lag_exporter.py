@@ -159,7 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", required=True, help="the brokers, host:port,...")
     parser.add_argument("--listen", default="0.0.0.0", help="address to serve /metrics on")
     parser.add_argument("--port", type=int, default=9308)
-    parser.add_argument("--timeout-ms", type=int, default=10_000, help="per-request timeout towards the cluster")
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=2_000,
+        help="per-request timeout towards the cluster: a reading and its retry must fit in the scrape timeout",
+    )
     args = parser.parse_args(argv)
     server = serve(Collector(args.bootstrap, args.timeout_ms), args.listen, args.port)
     print(f"lag exporter: /metrics on {args.listen}:{args.port}, cluster {args.bootstrap}", file=sys.stderr)
