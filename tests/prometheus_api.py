@@ -45,9 +45,10 @@ class Prometheus:
     def interval(self, name: str, default: str) -> float:
         return seconds(str(self.settings.get(name, default)))
 
-    def state(self, name: str) -> str:
-        """An alert's state: firing if any of its series fires, pending if any is pending, else inactive."""
-        states = {a["state"] for a in self.alerts(name)}
+    def state(self, name: str, **labels: str) -> str:
+        """An alert's state: firing if any of its series (those with these labels) fires, pending if any is pending,
+        else inactive."""
+        states = {a["state"] for a in self.alerts(name) if all(a["labels"].get(k) == v for k, v in labels.items())}
         return "firing" if "firing" in states else ("pending" if states else "inactive")
 
 

@@ -136,15 +136,6 @@ def test_every_spark_panel_of_the_dashboard_returns_data(prometheus: Prometheus)
     wait_until(lambda: not empty(), 120, "every Spark panel's query to return data", every_s=5)
 
 
-def _stalled(prometheus: Prometheus, app: str) -> str:
-    states = {
-        a["state"]
-        for a in prometheus.alerts("SparkStreamingQueryStalled")
-        if a["labels"].get("app") == app and a["labels"].get("query") == "records"
-    }
-    return "firing" if "firing" in states else ("pending" if states else "inactive")
-
-
 @pytest.mark.changes_cluster
 def test_a_driver_that_stops_answering_fires_the_stalled_query_alert_and_it_resolves(
     prometheus: Prometheus, spark_node: SparkNode
@@ -156,7 +147,11 @@ def test_a_driver_that_stops_answering_fires_the_stalled_query_alert_and_it_reso
     reports = int(prometheus.settings.get("prometheus_alert_spark_stalled_reports", 5))
     interval = value(prometheus, f'kafkalab_spark_query_report_interval_seconds{{app="{app}", query="records"}}')
     assert interval, "the archive's report interval is not in Prometheus"
-    wait_until(lambda: _stalled(prometheus, app) == "inactive", 60, "the archive to be reporting")
+    wait_until(
+        lambda: prometheus.state("SparkStreamingQueryStalled", app=app, query="records") == "inactive",
+        60,
+        "the archive to be reporting",
+    )
     pid = spark_node.main_pid()
     assert spark_node.host.check_output(f"cat /proc/{pid}/comm").strip() == "java", "the unit's main process"
     host = spark_node.host
@@ -170,14 +165,20 @@ def test_a_driver_that_stops_answering_fires_the_stalled_query_alert_and_it_reso
         # Silent for `reports` intervals, then the alert's `for`, plus scrapes and evaluations to see it.
         limit = reports * interval + window + 3 * scrape + 2 * evaluation + 10
         wait_until(
-            lambda: _stalled(prometheus, app) == "firing", limit, "SparkStreamingQueryStalled to fire", every_s=0.5
+            lambda: prometheus.state("SparkStreamingQueryStalled", app=app, query="records") == "firing",
+            limit,
+            "SparkStreamingQueryStalled to fire",
+            every_s=0.5,
         )
         fired = time.monotonic() - stopped
     finally:
         assert host.run(f"kill -CONT {pid}").rc == 0
     resumed = time.monotonic()
     wait_until(
-        lambda: _stalled(prometheus, app) == "inactive", 120, "SparkStreamingQueryStalled to resolve", every_s=0.5
+        lambda: prometheus.state("SparkStreamingQueryStalled", app=app, query="records") == "inactive",
+        120,
+        "SparkStreamingQueryStalled to resolve",
+        every_s=0.5,
     )
     resolved = time.monotonic() - resumed
     assert spark_node.main_pid() == pid and spark_node.restarts() == restarts, "the driver was restarted, not resumed"
