@@ -363,6 +363,42 @@ def test_machine_facts_come_from_proc() -> None:
     assert parsing.parse_loadavg("0.23 2.19 3.14 1/87 11131\n") == [0.23, 2.19, 3.14]
 
 
+# What PROCESS_CPU_SCRIPT prints for a broker with the metrics agent: the comm field holds a space and a ')'.
+PROCESS_CPU_OUTPUT = """\
+4242
+4242 (ja va) x) S 1 4242 4242 0 -1 4194560 81946 0 3 0 1234 566 0 0 20 0 71 0 3373 4433367040 107105
+100
+/usr/lib/jvm/java-17-openjdk-amd64/bin/java -Xmx512m \
+-javaagent:/opt/jmx-exporter/jmx_prometheus_javaagent-1.0.1.jar=9404:/etc/kafka/jmx-exporter.yml kafka.Kafka x
+"""
+
+
+def test_process_cpu_reads_user_and_system_time_and_the_java_agents() -> None:
+    reading = parsing.parse_process_cpu(PROCESS_CPU_OUTPUT)
+    assert reading == parsing.ProcessCpu(pid=4242, cpu_s=18.0, java_agents=("jmx_prometheus_javaagent-1.0.1.jar",))
+    bare = PROCESS_CPU_OUTPUT.replace("-javaagent:", "-Dnot-an-agent=")
+    assert parsing.parse_process_cpu(bare).java_agents == ()
+
+
+@pytest.mark.parametrize("text", ["0\n", "", "4242\ncat: /proc/4242/stat: No such file\n"])
+def test_a_service_without_a_running_process_has_no_cpu_reading(text: str) -> None:
+    with pytest.raises(MeasurementError):
+        parsing.parse_process_cpu(text)
+
+
+def test_cpu_used_is_per_host_summed_and_a_share_of_one_core() -> None:
+    before = {h: parsing.ProcessCpu(pid=i, cpu_s=10.0, java_agents=()) for i, h in enumerate(["k1", "k2"])}
+    after = {"k1": parsing.ProcessCpu(0, 13.0, ()), "k2": parsing.ProcessCpu(1, 11.0, ())}
+    used = parsing.cpu_used(before, after, 20.0)
+    assert used == {"seconds": 20.0, "cpu_s": {"k1": 3.0, "k2": 1.0}, "cpu_s_total": 4.0, "cores_each": 0.1}
+
+
+def test_a_restarted_broker_has_no_cpu_figure() -> None:
+    before = {"k1": parsing.ProcessCpu(pid=1, cpu_s=10.0, java_agents=())}
+    with pytest.raises(MeasurementError, match="k1: the service restarted"):
+        parsing.cpu_used(before, {"k1": parsing.ProcessCpu(pid=2, cpu_s=1.0, java_agents=())}, 5.0)
+
+
 def test_adhoc_results_per_host() -> None:
     doc = {
         "plays": [
@@ -403,6 +439,7 @@ def sample_doc() -> dict[str, Any]:
         "latency_ms": {"avg": 1.0, "max": 9.0, "p50": 2.0, "p95": 5.0, "p99": 7.0, "p99.9": 9.0},
         "of_disk": 0.05,
         "of_loopback": 0.006,
+        "broker_cpu": {"seconds": 9.0, "cpu_s": {}, "cpu_s_total": 12.3, "cores_each": 0.45, "ms_per_mib": 645.8},
     }
     return {
         "started_at": "2026-01-01T00:00:00Z",
@@ -434,7 +471,9 @@ def sample_doc() -> dict[str, Any]:
                 "linger_ms": 5,
                 "batch_size": 16384,
                 "records": {"100": 200000},
+                "broker_java_agents": {"kafka1": ["jmx_prometheus_javaagent-1.0.1.jar"], "kafka2": []},
             },
+            "idle": {"broker_cpu": {"seconds": 61.5, "cpu_s": {}, "cpu_s_total": 3.69, "cores_each": 0.02}},
             "producers": [
                 producer,
                 producer | {"client": "kafka-python"},
@@ -513,7 +552,9 @@ def test_table_shows_settings_machine_and_each_figure() -> None:
     assert "9.0 s  kafka : Wait for ports  [Kafka]" in table
     assert "RF 3, 3 partitions, min.insync.replicas 2" in table
     java = next(line for line in table.splitlines() if line.strip().startswith("kafka-java      100  all"))
-    assert java.split()[4:] == ["40,000", "3.81", "2", "7", "9", "5.0%", "0.6%"]
+    assert java.split()[4:] == ["40,000", "3.81", "2", "7", "9", "5.0%", "0.6%", "12.3", "s", "646", "ms/MiB"]
+    assert "java agents in the brokers: jmx_prometheus_javaagent-1.0.1.jar" in table
+    assert "brokers at rest: 2.0% of a core each over 61.5 s (3.69 CPU s in all)" in table
 
 
 def test_table_shows_both_spark_paths_latencies_and_the_share_of_the_raw_consumer() -> None:

@@ -15,9 +15,22 @@ from ansible_collections.kafkalab.common.plugins.module_utils.properties import 
 from kafka.admin import KafkaAdminClient
 
 from kafkalab.bench.measure import MeasurementError
-from kafkalab.bench.parsing import broker_address, cpu_model, meminfo_total_bytes, parse_loadavg
+from kafkalab.bench.parsing import (
+    ProcessCpu,
+    broker_address,
+    cpu_model,
+    meminfo_total_bytes,
+    parse_loadavg,
+    parse_process_cpu,
+)
 from kafkalab.bench.runner import Ansible
-from kafkalab.bench.settings import BENCH_PREFIX, SERVER_PROPERTIES
+from kafkalab.bench.settings import BENCH_PREFIX, KAFKA_SERVICE, SERVER_PROPERTIES
+
+# Prints what parse_process_cpu reads: the unit's main PID, its stat line, the clock tick, its command line.
+PROCESS_CPU_SCRIPT = (
+    'pid=$(systemctl show -p MainPID --value "$1") && echo "$pid" && cat "/proc/$pid/stat" && getconf CLK_TCK '
+    "&& tr '\\0' ' ' < \"/proc/$pid/cmdline\" && echo"
+)
 
 
 def loadavg() -> list[float]:
@@ -82,6 +95,23 @@ def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None) -> Clu
         tool_host=first,
         log_dir=props[first].get("log.dirs", props[first].get("log.dir", "/tmp/kafka-logs")).split(",")[0],
     )
+
+
+def process_cpu(ansible: Ansible, hosts: list[str], service: str = KAFKA_SERVICE) -> dict[str, ProcessCpu]:
+    """The CPU time each host's service has used so far (one reading; cpu_used() subtracts two)."""
+    results = ansible.module(
+        ":".join(hosts),
+        "ansible.builtin.command",
+        {"argv": ["sh", "-c", PROCESS_CPU_SCRIPT, "sh", service]},
+        timeout=120,
+    )
+    readings: dict[str, ProcessCpu] = {}
+    for host in hosts:
+        r = results.get(host)
+        if r is None or not r.ok:
+            raise MeasurementError(f"cannot read {service}'s CPU time on {host}: {r.msg if r else 'no result'}")
+        readings[host] = parse_process_cpu(r.stdout)
+    return readings
 
 
 def admin_client(bootstrap: str) -> Any:

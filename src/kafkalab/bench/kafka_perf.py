@@ -9,21 +9,22 @@ from __future__ import annotations
 import random
 import string
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
 from kafka import KafkaProducer
 
-from kafkalab.bench.cluster import Cluster, delete_bench_groups, delete_bench_topics
+from kafkalab.bench.cluster import Cluster, delete_bench_groups, delete_bench_topics, process_cpu
 from kafkalab.bench.measure import MeasurementError, measured
-from kafkalab.bench.parsing import parse_consumer_perf, parse_producer_perf
+from kafkalab.bench.parsing import cpu_used, parse_consumer_perf, parse_producer_perf
 from kafkalab.bench.runner import Ansible
 from kafkalab.bench.settings import (
     ACKS,
     BATCH_SIZE,
     BENCH_PREFIX,
     CLIENTS,
+    IDLE_SECONDS,
     LINGER_MS,
     MIB,
     MIN_INSYNC,
@@ -96,6 +97,31 @@ def java_consumer_argv(bootstrap: str, topic: str, records: int, group: str) -> 
     ]  # fmt: skip
 
 
+def _rest() -> dict[str, Any]:
+    time.sleep(IDLE_SECONDS)
+    return {}
+
+
+def with_broker_cpu(ansible: Ansible, brokers: list[str], fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """fn's figures and the CPU time the brokers' Kafka processes used meanwhile (`broker_cpu`).
+
+    Each reading is one Ansible run of a few seconds; the window is taken between the middles of the two, so
+    the idle seconds either side of fn count as much as the clock says they lasted.
+    """
+    called = time.monotonic()
+    before = process_cpu(ansible, brokers)
+    start = (called + time.monotonic()) / 2
+    figures = fn()
+    called = time.monotonic()
+    after = process_cpu(ansible, brokers)
+    end = (called + time.monotonic()) / 2
+    used = cpu_used(before, after, end - start)
+    moved = figures.get("mib")
+    if moved:
+        used["ms_per_mib"] = round(used["cpu_s_total"] * 1000 / moved, 1)
+    return figures | {"broker_cpu": used}
+
+
 def bench_topic(run: str, client: str, size: int, acks: str) -> str:
     return f"{BENCH_PREFIX}{run}-{client}-{size}b-acks{acks}"
 
@@ -130,6 +156,15 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
         "producers": [],
         "consumers": [],
     }
+    try:
+        agents = {h: list(p.java_agents) for h, p in process_cpu(ansible, cluster.brokers).items()}
+        result["settings"]["broker_java_agents"] = agents
+    except MeasurementError as exc:
+        result["settings"]["broker_java_agents"] = {"error": str(exc)}
+    result["idle"] = measured(
+        f"brokers at rest for {IDLE_SECONDS} s (their CPU time)",
+        partial(with_broker_cpu, ansible, cluster.brokers, _rest),
+    )
     topics: list[str] = []
     groups: list[str] = []
 
@@ -142,6 +177,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
             argv = java_producer_argv(cluster.bootstrap, topic, records, size, acks)
             figures = parse_producer_perf(ansible.run(cluster.tool_host, argv).stdout)
         return figures | {
+            "mib": records * size / MIB,
             "of_disk": fraction_of_limit(figures["mib_per_s"], disk_limit, copies),
             "of_loopback": fraction_of_limit(figures["mib_per_s"], net_limit, copies),
         }
@@ -159,7 +195,10 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
             groups.append(group)
             argv = java_consumer_argv(cluster.bootstrap, topic, records, group)
             figures = parse_consumer_perf(ansible.run(cluster.tool_host, argv).stdout)
-        return figures | {"of_loopback": fraction_of_limit(figures["mib_per_s"], net_limit)}
+        return figures | {
+            "mib": records * size / MIB,
+            "of_loopback": fraction_of_limit(figures["mib_per_s"], net_limit),
+        }
 
     try:
         for client in CLIENTS:
@@ -169,7 +208,12 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
                     result["producers"].append(
                         measured(
                             f"{client} producer: {size} B x {records}, acks={acks}",
-                            partial(produce, client, topic, records, size, acks),
+                            partial(
+                                with_broker_cpu,
+                                ansible,
+                                cluster.brokers,
+                                partial(produce, client, topic, records, size, acks),
+                            ),
                             {"client": client, "record_size": size, "acks": acks, "records": records, "topic": topic},
                         )
                     )
@@ -178,7 +222,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
                 result["consumers"].append(
                     measured(
                         f"{client} consumer: {size} B x {records}",
-                        partial(consume, client, topic, records),
+                        partial(with_broker_cpu, ansible, cluster.brokers, partial(consume, client, topic, records)),
                         {"client": client, "record_size": size, "records": records, "topic": topic},
                     )
                 )

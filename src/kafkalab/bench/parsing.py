@@ -5,9 +5,11 @@ Pure functions of text; an output that holds no figure raises MeasurementError q
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -145,6 +147,58 @@ def without_option(argv: Sequence[str], option: str) -> list[str]:
         at = out.index(option)
         del out[at : at + 2]
     return out
+
+
+@dataclass(frozen=True)
+class ProcessCpu:
+    """One reading of a service's main process: its PID, the CPU time it has used, the java agents it runs."""
+
+    pid: int
+    cpu_s: float
+    java_agents: tuple[str, ...]
+
+
+_JAVA_AGENT = re.compile(r"-javaagent:([^=\s]+)")
+
+
+def parse_process_cpu(text: str) -> ProcessCpu:
+    """What BROKER_CPU_SCRIPT prints: the main PID, its /proc/PID/stat line, CLK_TCK, its command line.
+
+    utime and stime are fields 14 and 15 of stat(5); the command (field 2) may hold spaces and parentheses,
+    so the fields are counted from the last ')'.
+    """
+    lines = text.splitlines()
+    if len(lines) < 3 or not lines[0].strip().isdigit() or lines[0].strip() == "0":
+        raise MeasurementError(f"the service has no running main process: {text.strip()[-200:]!r}")
+    fields = lines[1].rpartition(")")[2].split()
+    if len(fields) < 13 or not lines[2].strip().isdigit():
+        raise MeasurementError(f"cannot read CPU times from {lines[1][:200]!r}")
+    ticks = int(lines[2])
+    agents = tuple(posixpath.basename(m) for m in _JAVA_AGENT.findall(lines[3] if len(lines) > 3 else ""))
+    return ProcessCpu(pid=int(lines[0]), cpu_s=(int(fields[11]) + int(fields[12])) / ticks, java_agents=agents)
+
+
+def cpu_used(before: Mapping[str, ProcessCpu], after: Mapping[str, ProcessCpu], seconds: float) -> dict[str, Any]:
+    """CPU seconds each host's service used between two readings, their sum and the share of one core.
+
+    A process that restarted in between (another PID) has no figure: its counter started again.
+    """
+    hosts: dict[str, float] = {}
+    for host, start in sorted(before.items()):
+        end = after.get(host)
+        if end is None or end.pid != start.pid:
+            raise MeasurementError(
+                f"{host}: the service restarted during the measurement (PID {start.pid} -> "
+                f"{end.pid if end else 'none'})"
+            )
+        hosts[host] = round(end.cpu_s - start.cpu_s, 2)
+    total = sum(hosts.values())
+    return {
+        "seconds": round(seconds, 1),
+        "cpu_s": hosts,
+        "cpu_s_total": round(total, 2),
+        "cores_each": round(total / len(hosts) / seconds, 4) if hosts and seconds > 0 else None,
+    }
 
 
 def meminfo_total_bytes(meminfo: str) -> int:

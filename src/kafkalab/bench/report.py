@@ -45,6 +45,21 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 
 
+def _broker_cpu(r: Mapping[str, Any]) -> str:
+    used = r.get("broker_cpu") or {}
+    if not used:
+        return ""
+    return f"{num(used.get('cpu_s_total'), 1)} s {num(used.get('ms_per_mib'))} ms/MiB"
+
+
+def _agents(settings: Mapping[str, Any]) -> str:
+    agents = settings.get("broker_java_agents")
+    if not isinstance(agents, Mapping) or "error" in agents:
+        return f"java agents unknown ({(agents or {}).get('error', 'not read')})"
+    names = sorted({a for found in agents.values() for a in found})
+    return f"java agents in the brokers: {', '.join(names) or 'none'}"
+
+
 def machine_line(doc: Mapping[str, Any]) -> str:
     m = doc.get("machine") or {}
     c = m.get("controller") or {}
@@ -112,7 +127,7 @@ def render_table(doc: Mapping[str, Any]) -> str:
             f"min.insync.replicas {s.get('min_insync_replicas')}, linger.ms {s.get('linger_ms')}, "
             f"batch.size {s.get('batch_size')}, unthrottled",
             f"  {'client':<13} {'size':>5} {'acks':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
-            f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'of disk':>7} {'of net':>7}",
+            f"{'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'of disk':>7} {'of net':>7} {'broker CPU':>13}",
         ]
         for r in kafka.get("producers") or []:
             head = f"  {r['client']:<13} {r['record_size']:>5} {r['acks']:>4} {r['records']:>8} "
@@ -123,12 +138,12 @@ def render_table(doc: Mapping[str, Any]) -> str:
             out.append(
                 head + f"{num(r['records_per_s']):>8} {num(r['mib_per_s'], 2):>7} {num(lat.get('p50')):>7} "
                 f"{num(lat.get('p99')):>7} {num(lat.get('p99.9')):>8} "
-                f"{_pct(r.get('of_disk')):>7} {_pct(r.get('of_loopback')):>7}"
+                f"{_pct(r.get('of_disk')):>7} {_pct(r.get('of_loopback')):>7} {_broker_cpu(r):>13}"
             )
         out += [
             "  Kafka consumers: the acks=all topic of the same client and size, from the beginning",
             f"  {'client':<13} {'size':>5} {'':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
-            f"{'':>7} {'':>7} {'':>8} {'':>7} {'of net':>7}",
+            f"{'':>7} {'':>7} {'':>8} {'':>7} {'of net':>7} {'broker CPU':>13}",
         ]
         for r in kafka.get("consumers") or []:
             head = f"  {r['client']:<13} {r['record_size']:>5} {'':>4} {r['records']:>8} "
@@ -137,10 +152,26 @@ def render_table(doc: Mapping[str, Any]) -> str:
                 continue
             out.append(
                 head + f"{num(r['records_per_s']):>8} {num(r['mib_per_s'], 2):>7} {'':>7} {'':>7} {'':>8} "
-                f"{'':>7} {_pct(r.get('of_loopback')):>7}"
+                f"{'':>7} {_pct(r.get('of_loopback')):>7} {_broker_cpu(r):>13}"
             )
         if kafka.get("fraction_note"):
             out.append(f"  disk/net: {kafka['fraction_note']}")
+        out.append(
+            "  broker CPU: CPU seconds the brokers' Kafka processes used during the run (all brokers) and per MiB; "
+            + _agents(s)
+        )
+        idle = kafka.get("idle") or {}
+        if idle:
+            used = idle.get("broker_cpu") or {}
+            out.append(
+                "  brokers at rest: "
+                + (
+                    f"NOT MEASURED: {idle['error']}"
+                    if idle.get("error")
+                    else f"{_pct(used.get('cores_each'))} of a core each over {num(used.get('seconds'), 1)} s "
+                    f"({num(used.get('cpu_s_total'), 2)} CPU s in all)"
+                )
+            )
     spark = doc.get("spark") or {}
     if spark:
         out += ["", "Spark job (the deployed job's code and settings on a bench topic)"]

@@ -19,6 +19,10 @@ DD_MIB = 512
 IPERF_SECONDS = 5
 # Where the roles put things (the defaults; tests/cluster and tests/spark_cluster read the same paths).
 SERVER_PROPERTIES = "/etc/kafka/server.properties"
+KAFKA_SERVICE = "kafka"
+# How long the brokers' CPU is read with no bench traffic: what Kafka costs at rest, the metrics agent (and
+# Prometheus scraping it) included when it runs; long enough for several scrapes at any interval up to 15 s.
+IDLE_SECONDS = 60
 SPARK_JOB_CONFIG = "/etc/spark-consumer/job.toml"
 SPARK_SUBMIT_CONF = "/etc/spark-consumer/spark-submit.conf"
 SPARK_SERVICE = "spark-consumer"
