@@ -57,11 +57,67 @@ def assert_java_service_runs(host: Any, unit: str, user: str, main_class: str) -
     service = host.service(unit)
     assert service.is_enabled
     assert service.is_running
-    pid = int(host.check_output(f"systemctl show {unit} --property=MainPID --value"))
+    pid = main_pid(host, unit)
     proc = host.process.get(pid=pid)
     assert (proc.user, proc.comm) == (user, "java")
     assert main_class in proc.args
     assert "-Xmx" in proc.args
+
+
+def process_environment(host: Any, pid: int) -> dict[str, str]:
+    """A running process's environment (what its unit, or an instance's kafka.env, gave it)."""
+    raw = host.check_output(f"tr '\\0' '\\n' < /proc/{pid}/environ")
+    return dict(line.split("=", 1) for line in raw.splitlines() if "=" in line)
+
+
+def main_pid(host: Any, unit: str) -> int:
+    return int(host.check_output(f"systemctl show {unit} --property=MainPID --value"))
+
+
+def covering_mount(mountinfo: str, path: str) -> tuple[str, set[str]]:
+    """The mount a path is on, as a process sees it (/proc/PID/mountinfo): (its source root, its mount options).
+
+    The longest mount point that holds the path wins; of mounts stacked on one point, the last (the visible one).
+    """
+    best: tuple[int, str, set[str]] = (-1, "", set())
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        root, point, options = fields[3], fields[4], set(fields[5].split(","))
+        inside = point == "/" or path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= best[0]:
+            best = (len(point), root, options)
+    return best[1], best[2]
+
+
+def assert_sandboxed(host: Any, unit: str, writes: list[str]) -> None:
+    """The unit's running process is in the sandbox the kernel enforces (kafkalab.common.systemd_sandbox).
+
+    Read from the live process in /proc, not from the unit file: it can gain no privilege and holds no
+    capability; its umask keeps what it creates from other users; in its mount namespace (its mountinfo) each of
+    `writes` is on a read-write mount while the system around it (/etc, /opt, /usr, /var/lib) is read-only,
+    /home and /root are systemd's inaccessible directory and /tmp is its own. Each of `writes` is closed to
+    other users.
+    """
+    pid = main_pid(host, unit)
+    status = {
+        key: value.strip()
+        for key, _, value in (
+            line.partition(":") for line in host.file(f"/proc/{pid}/status").content_string.splitlines()
+        )
+    }
+    assert status["NoNewPrivs"] == "1", (unit, status["NoNewPrivs"])
+    assert int(status["CapBnd"], 16) == 0 and int(status["CapEff"], 16) == 0, (unit, status["CapBnd"])
+    assert status["Umask"] == "0027", (unit, status["Umask"])
+    mountinfo = host.file(f"/proc/{pid}/mountinfo").content_string
+    for path in writes:
+        assert "rw" in covering_mount(mountinfo, path)[1], f"{unit}: {path} is not writable to it"
+        mode = host.file(path).mode
+        assert mode & 0o007 == 0, f"{unit}: {path} is open to other users ({oct(mode)})"
+    for path in ("/etc", "/opt", "/usr/local/bin", "/var/lib"):
+        assert "ro" in covering_mount(mountinfo, path)[1], f"{unit}: {path} is writable to it"
+    for path in ("/home", "/root"):
+        assert "inaccessible" in covering_mount(mountinfo, path)[0], f"{unit}: {path} is within its reach"
+    assert "systemd-private" in covering_mount(mountinfo, "/tmp")[0], f"{unit}: /tmp is the system's"
 
 
 def listener_address(props: dict[str, str], listener: str) -> str:

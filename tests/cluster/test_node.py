@@ -6,7 +6,15 @@ import json
 from typing import Any
 
 import pytest
-from conftest import ID_PROPERTY, assert_java_service_runs, kafka_nodes, read_properties
+from conftest import (
+    ID_PROPERTY,
+    assert_java_service_runs,
+    assert_sandboxed,
+    kafka_nodes,
+    main_pid,
+    process_environment,
+    read_properties,
+)
 from inventory_hosts import group, inventory_path, kafka_properties_path, kafka_unit, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
@@ -35,6 +43,13 @@ def test_java_runtime_is_the_releases_openjdk(host: Any) -> None:
 
 def test_kafka_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
     assert_java_service_runs(host, kafka_unit(host.backend.get_hostname()), "kafka", "kafka.Kafka")
+
+
+def test_kafka_runs_sandboxed_writing_only_its_log_dirs_and_its_logs(host: Any, props: dict[str, str]) -> None:
+    unit = kafka_unit(host.backend.get_hostname())
+    log_dir = process_environment(host, main_pid(host, unit))["LOG_DIR"]
+    metadata = [props["metadata.log.dir"]] if "metadata.log.dir" in props else []
+    assert_sandboxed(host, unit, [*props["log.dirs"].split(","), log_dir, *metadata])
 
 
 def test_kafka_listens_on_its_ports(host: Any, props: dict[str, str]) -> None:

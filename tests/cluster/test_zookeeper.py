@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 import zk4lw
-from conftest import assert_java_service_runs, cluster_mode, read_properties
+from conftest import (
+    assert_java_service_runs,
+    assert_sandboxed,
+    cluster_mode,
+    main_pid,
+    process_environment,
+    read_properties,
+)
 from inventory_hosts import group, inventory_path, node, runner
 
 pytestmark = pytest.mark.zookeeper
@@ -45,6 +52,14 @@ def hostvars(host: Any) -> dict[str, Any]:
 
 def test_zookeeper_service_is_enabled_and_runs_as_its_own_user_with_the_configured_heap(host: Any) -> None:
     assert_java_service_runs(host, "zookeeper", "zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain")
+
+
+def test_zookeeper_runs_sandboxed_writing_only_its_data_and_its_logs(host: Any, hostvars: dict[str, Any]) -> None:
+    unit = hostvars.get("zookeeper_service_name", "zookeeper")
+    cfg = read_properties(host, ZOO_CFG)
+    env = process_environment(host, main_pid(host, unit))
+    log_dir = env.get("LOG_DIR") or env["ZOO_LOG_DIR"]  # Kafka's scripts, or Apache ZooKeeper's zkServer.sh
+    assert_sandboxed(host, unit, sorted({cfg["dataDir"], cfg.get("dataLogDir", cfg["dataDir"]), log_dir}))
 
 
 def test_myid_file_holds_this_servers_zookeeper_myid(host: Any, hostvars: dict[str, Any]) -> None:

@@ -189,6 +189,9 @@ def test_instances_on_one_machine_render_their_own_files_under_one_template_unit
     unit = (out / "classroom-2.unit").read_text()
     assert "EnvironmentFile=/etc/kafka/%i/kafka.env" in unit
     assert "ExecStart=/opt/kafka/current@%i/bin/kafka-server-start.sh /etc/kafka/%i/server.properties" in unit
+    # Sandboxed: the machine's log dirs and log directory (each instance's are under them) are all it writes.
+    assert "ProtectSystem=strict" in unit
+    assert "ReadWritePaths=-/var/lib/kafka/data -/var/log/kafka" in unit
     # The template unit is the same for every instance: only kafka.env differs.
     assert unit == (out / "classroom-3.unit").read_text()
     env = (out / "classroom-2.env").read_text()

@@ -82,6 +82,7 @@ def test_three_nodes_render_an_ensemble_and_zookeeper_mode_brokers(tmp_path: Pat
         assert "User=zookeeper\n" in unit
         assert 'Environment="KAFKA_HEAP_OPTS=-Xms1g -Xmx1g"\n' in unit
         assert "ExecStart=/opt/zookeeper/current/bin/zookeeper-server-start.sh /etc/zookeeper/zoo.cfg\n" in unit
+        assert "ReadWritePaths=-/var/lib/zookeeper -/var/log/zookeeper\n" in unit
 
         props = parse_properties((out / f"{name}.server.properties").read_text())
         assert props["broker.id"] == str(i)
