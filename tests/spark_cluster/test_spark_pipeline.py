@@ -22,7 +22,7 @@ from kafka import KafkaProducer
 
 from kafkalab.e2e import Record, produce_numbered
 
-from .conftest import REALTIME_SERVICE, SERVICE, SparkNode
+from .conftest import CONFIG, REALTIME_SERVICE, SERVICE, SparkNode
 from .pipeline import (
     PacedProducer,
     archive_report,
@@ -55,6 +55,17 @@ def test_every_spark_host_runs_a_worker() -> None:
     for name in group("spark_worker"):
         service = node(name).service("spark-worker")
         assert service.is_running and service.is_enabled, name
+
+
+def test_sparks_and_the_jobs_settings_and_data_are_closed_to_other_users(spark_node: SparkNode) -> None:
+    """The settings (which will hold the job's credentials) and the job's data: no access for other users."""
+    host = spark_node.host
+    config_dir = str(Path(CONFIG).parent)
+    data_dir = str(Path(spark_node.config["paths"]["status"]).parent)
+    listed = host.check_output(f"find /etc/spark {config_dir} -maxdepth 1").split()
+    for path in [*listed, data_dir]:
+        mode = host.file(path).mode
+        assert mode & 0o007 == 0, f"{spark_node.name}:{path} is open to other users ({oct(mode)})"
 
 
 def test_the_jobs_executors_run_on_every_worker(spark_node: SparkNode) -> None:
