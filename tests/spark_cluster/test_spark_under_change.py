@@ -1,9 +1,10 @@
 """The Spark pipeline while the cluster and the job change under it, with events arriving all along: a worker
-host is lost (its executors start again on the other workers), a new build of the job is deployed (stopped
-between batches, resumed from its checkpoints), a change the checkpoints cannot serve is refused before any
-host changes, and, when asked, deployed on new checkpoints with the old ones kept aside. After each, every
-acknowledged event is in the Parquet archive exactly once and reached the low-latency topic at least once
-(exactly once to a consumer that keys on the source position).
+host is lost (its executors start again on the other workers), the master restarts (the next run restarts the
+drivers it forgot), a new build of the job is deployed (stopped between batches, resumed from its checkpoints),
+a change the checkpoints cannot serve is refused before any host changes, and, when asked, deployed on new
+checkpoints with the old ones kept aside. After each, every acknowledged event is in the Parquet archive exactly
+once and reached the low-latency topic at least once (exactly once to a consumer that keys on the source
+position).
 
 These apply changes (marked changes_cluster: molecule and the lab only) and run after test_spark_pipeline.py
 (file order). Under molecule the scenario is destroyed afterwards; anywhere else the module puts the job back
@@ -173,6 +174,45 @@ def test_losing_a_worker_host_starts_its_executors_on_the_others_and_loses_nothi
             "executors_running_again_after_s": round(rescheduled_s, 1),
             "longest_pause_between_archive_commits_s": round(watch.stop(), 1),
         },
+    )
+
+
+def test_after_a_master_restart_the_next_run_restarts_the_drivers_it_forgot_and_loses_nothing(
+    spark_node: SparkNode,
+) -> None:
+    """A standalone master keeps no state across a restart: it comes back running no application, while each
+    driver waits, with no executors, for its master to take it back. The next run of the consumer role asks the
+    master which applications it runs and restarts the drivers of the others; every event acknowledged meanwhile
+    is archived once and forwarded."""
+    master_host = group("spark_master")[0]
+    expected = sorted(a["name"] for a in master_state(spark_node)["activeapps"])
+    start = realtime_start(spark_node)
+    run_id = uuid.uuid4().hex
+    producer = PacedProducer(spark_node, run_id, 0, N_EVENTS // 3, CHUNKS // 3, until_joined=True)
+    time.sleep(4)
+    node(master_host).check_output("systemctl restart spark-master")
+    restarted_at = time.time()
+
+    def answers() -> bool:
+        try:
+            return isinstance(master_state(spark_node)["activeapps"], list)
+        except Exception:  # restarting
+            return False
+
+    wait_for("the restarted master to answer", answers, 120, 2)
+    time.sleep(10)  # time for a driver to come back by itself, if it could
+    forgotten = sorted(set(expected) - {a["name"] for a in master_state(spark_node)["activeapps"]})
+    result = run_playbook("spark.yml", JOB_ONLY)
+    assert result.returncode == 0, result.stdout[-3000:]
+    flat = " ".join(result.stdout.split())
+    for name in forgotten:
+        assert f"does not run application {name}" in flat, result.stdout[-3000:]
+    assert sorted(a["name"] for a in master_state(spark_node)["activeapps"]) == expected
+    acked = producer.join()
+    accounted = settle(spark_node, run_id, acked, start)
+    record(
+        "master_restart",
+        {**accounted, "forgotten_apps": forgotten, "back_after_s": round(time.time() - restarted_at, 1)},
     )
 
 
