@@ -24,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 import tomllib
 import uuid
 import zipfile
@@ -406,7 +407,17 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
         assert seen == set(external.values()), "the cluster describes itself to NAT clients by the NAT addresses"
         admin.create_topics([NewTopic(topic, len(cluster.brokers), len(cluster.brokers))])
         admin.wait_for_topics([topic], timeout_ms=60_000)
-        leaders = {p["leader_id"] for p in admin.describe_topics([topic])[0]["partitions"]}
+        # The topic can exist in the metadata before its partitions and leaders do (seen once on the lab: an
+        # empty partition list right after wait_for_topics): read until every partition has its leader.
+        deadline = time.monotonic() + 60
+        while True:
+            partitions = admin.describe_topics([topic])[0]["partitions"]
+            if (len(partitions) == len(cluster.brokers) and all(p["leader_id"] >= 0 for p in partitions)) or (
+                time.monotonic() > deadline
+            ):
+                break
+            time.sleep(1)
+        leaders = {p["leader_id"] for p in partitions}
         assert leaders == {cluster.node_id(b) for b in cluster.brokers}, "one partition led by each broker"
         # Produced through NAT, read back through the internal listener, and the other way round.
         through_nat = e2e.round_trip(first, topic, 600, consumer_bootstrap=cluster.bootstrap)
