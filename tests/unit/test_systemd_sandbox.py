@@ -8,8 +8,9 @@ from ansible_collections.kafkalab.common.plugins.filter.systemd import systemd_s
 
 
 def test_the_sandbox_lists_each_written_path_once_and_skips_missing_ones() -> None:
-    lines = systemd_sandbox(["/var/lib/kafka/data", "/var/log/kafka/", "/var/lib/kafka/data"]).splitlines()
-    assert lines[-1] == "ReadWritePaths=-/var/lib/kafka/data -/var/log/kafka"
+    paths = ["/var/lib/kafka/data", "/var/log/kafka/", "/var/lib/kafka/data", "/var/lib/kafka/data/2", "/srv/meta"]
+    lines = systemd_sandbox(paths).splitlines()
+    assert lines[-1] == "ReadWritePaths=-/var/lib/kafka/data -/var/log/kafka -/srv/meta"
     assert {"ProtectSystem=strict", "NoNewPrivileges=true", "CapabilityBoundingSet=", "UMask=0027"} <= set(lines)
 
 

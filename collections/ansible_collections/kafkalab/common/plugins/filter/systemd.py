@@ -26,14 +26,16 @@ SANDBOX = (
 
 
 def systemd_sandbox(write_paths: Iterable[Any]) -> str:
-    """The [Service] lines: the sandbox, then ReadWritePaths= with each absolute path once, in the given order."""
+    """The [Service] lines: the sandbox, then ReadWritePaths= with each absolute path once, in the given order,
+    leaving out those inside another listed path."""
     paths: list[str] = []
     for raw in write_paths:
         path = str(raw).strip().rstrip("/")
         if not path.startswith("/") or any(c.isspace() for c in path):
             raise AnsibleFilterError(f"systemd_sandbox: {raw!r} is not an absolute path without spaces")
-        if path not in paths:
-            paths.append(path)
+        paths.append(path)
+    # A path inside another listed one is writable already: listed once, by its outermost directory.
+    paths = [p for i, p in enumerate(paths) if p not in paths[:i] and not any(p.startswith(q + "/") for q in paths)]
     if not paths:
         raise AnsibleFilterError("systemd_sandbox: a service that writes nothing needs no ReadWritePaths; give one")
     return "\n".join([*SANDBOX, "ReadWritePaths=" + " ".join(f"-{p}" for p in paths)])
