@@ -663,3 +663,20 @@ def test_durations_read_as_minutes_and_seconds(seconds: float | None, text: str)
 def test_batch_commit_is_trigger_start_plus_execution() -> None:
     batch = Batch(batch_id=0, started=100.0, duration_s=2.5, rows=1, start_offset={}, end_offset={0: 1})
     assert batch.committed == 102.5
+
+
+def test_a_runs_broker_cpu_is_the_difference_of_two_readings_and_names_the_agents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = ("jmx_prometheus_javaagent-1.0.1.jar",)
+    readings = iter(
+        [
+            {"k1": parsing.ProcessCpu(7, 10.0, agent), "k2": parsing.ProcessCpu(8, 20.0, ())},
+            {"k1": parsing.ProcessCpu(7, 12.0, agent), "k2": parsing.ProcessCpu(8, 21.0, ())},
+        ]
+    )
+    monkeypatch.setattr(kafka_perf, "process_cpu", lambda _ansible, _brokers: next(readings))
+    figures = kafka_perf.with_broker_cpu(None, ["k1", "k2"], lambda: {"mib": 6.0})  # type: ignore[arg-type]
+    used = figures["broker_cpu"]
+    assert (used["cpu_s"], used["cpu_s_total"], used["ms_per_mib"]) == ({"k1": 2.0, "k2": 1.0}, 3.0, 500.0)
+    assert used["java_agents"] == {"k1": list(agent), "k2": []}

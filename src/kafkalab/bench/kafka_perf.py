@@ -115,7 +115,7 @@ def with_broker_cpu(ansible: Ansible, brokers: list[str], fn: Callable[[], dict[
     called = time.monotonic()
     after = process_cpu(ansible, brokers)
     end = (called + time.monotonic()) / 2
-    used = cpu_used(before, after, end - start)
+    used = cpu_used(before, after, end - start) | {"java_agents": {h: list(p.java_agents) for h, p in before.items()}}
     moved = figures.get("mib")
     if moved:
         used["ms_per_mib"] = round(used["cpu_s_total"] * 1000 / moved, 1)
@@ -156,14 +156,13 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
         "producers": [],
         "consumers": [],
     }
-    try:
-        agents = {h: list(p.java_agents) for h, p in process_cpu(ansible, cluster.brokers).items()}
-        result["settings"]["broker_java_agents"] = agents
-    except MeasurementError as exc:
-        result["settings"]["broker_java_agents"] = {"error": str(exc)}
     result["idle"] = measured(
         f"brokers at rest for {IDLE_SECONDS} s (their CPU time)",
         partial(with_broker_cpu, ansible, cluster.brokers, _rest),
+    )
+    # The agents the brokers ran, as their command lines said at the first reading (each run records its own too).
+    result["settings"]["broker_java_agents"] = (result["idle"].get("broker_cpu") or {}).get(
+        "java_agents", {"error": result["idle"].get("error", "not read")}
     )
     topics: list[str] = []
     groups: list[str] = []

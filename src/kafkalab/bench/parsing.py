@@ -162,7 +162,8 @@ _JAVA_AGENT = re.compile(r"-javaagent:([^=\s]+)")
 
 
 def parse_process_cpu(text: str) -> ProcessCpu:
-    """What BROKER_CPU_SCRIPT prints: the main PID, its /proc/PID/stat line, CLK_TCK, its command line.
+    """What kafkalab.bench.cluster.PROCESS_CPU_SCRIPT prints: the main PID, its /proc/PID/stat line, CLK_TCK,
+    its command line.
 
     utime and stime are fields 14 and 15 of stat(5); the command (field 2) may hold spaces and parentheses,
     so the fields are counted from the last ')'.
