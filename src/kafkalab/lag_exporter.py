@@ -13,7 +13,8 @@ scrape is one fresh reading, and `up{job="kafka_lag"}` says when there was none.
 
 Series (gauges): kafka_consumergroup_lag{group,topic,partition}, kafka_consumergroup_committed_offset{...},
 kafka_topic_partition_log_end_offset{topic,partition}, kafka_consumergroup_total_lag{group},
-kafka_lag_exporter_scrape_seconds, kafka_lag_exporter_collect_ok (0 when the cluster did not answer).
+kafka_lag_exporter_scrape_seconds, kafka_lag_exporter_collect_ok (0 when the cluster did not answer),
+kafka_lag_exporter_left_out (groups, or brokers' group lists, this scrape could not read; named in the journal).
 Groups that keep no offsets in Kafka (the Spark job keeps its own in its checkpoint) are not here.
 """
 
@@ -23,7 +24,7 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -42,7 +43,7 @@ def _labels(**labels: Any) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}" if labels else ""
 
 
-def exposition(groups: Iterable[dict[str, Any]], seconds: float, ok: bool) -> str:
+def exposition(groups: Iterable[dict[str, Any]], seconds: float, ok: bool, left_out: int = 0) -> str:
     """The Prometheus text format of report.collect_groups' output (partitions without a known offset are left
     out: a series of no value is no series)."""
     series: dict[str, tuple[str, list[str]]] = {
@@ -81,58 +82,105 @@ def exposition(groups: Iterable[dict[str, Any]], seconds: float, ok: bool) -> st
         "# HELP kafka_lag_exporter_collect_ok 1 when the cluster answered this scrape, else 0.",
         "# TYPE kafka_lag_exporter_collect_ok gauge",
         f"kafka_lag_exporter_collect_ok {1 if ok else 0}",
+        "# HELP kafka_lag_exporter_left_out Groups, or brokers' group lists, this scrape could not read.",
+        "# TYPE kafka_lag_exporter_left_out gauge",
+        f"kafka_lag_exporter_left_out {left_out}",
     ]
     return "\n".join(lines) + "\n"
 
 
-class Collector:
-    """One admin client, kept between scrapes and made again after a failure; one reading at a time."""
+class _Reading(threading.Thread):
+    """One reading of the groups, with a client of its own, on a thread of its own so that the scrape can stop
+    waiting for it.
 
-    def __init__(self, bootstrap: str, timeout_ms: int) -> None:
-        self._bootstrap, self._timeout_ms = bootstrap, timeout_ms
+    A new client each time: a kept one's cached metadata and group coordinators go stale when a broker is away
+    and comes back (its groups were left out, or their offsets refused, for minutes). And kafka-python's blocking
+    calls wait for their answer with no bound of their own (closing the client is what releases them), so the
+    scrape waits for the reading only as long as its deadline, then abandons it: the client is closed, which
+    fails the call the reading waits in."""
+
+    def __init__(self, new_admin: Callable[[], KafkaAdminClient], timeout_ms: int):
+        super().__init__(name="lag-reading", daemon=True)
+        self._new_admin, self._timeout_ms = new_admin, timeout_ms
+        self.groups: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.error: BaseException | None = None
         self._admin: KafkaAdminClient | None = None
+        self._abandoned = False
         self._lock = threading.Lock()
 
-    def _client(self) -> KafkaAdminClient:
-        if self._admin is None:
-            self._admin = KafkaAdminClient(
-                bootstrap_servers=self._bootstrap,
+    def run(self) -> None:
+        try:
+            admin = self._new_admin()
+            with self._lock:
+                self._admin = admin
+                if self._abandoned:  # the scrape stopped waiting while the client was being made
+                    return
+            self.groups = report.collect_groups(admin, report.collect_topics(admin), self._timeout_ms, self.errors)
+        except BaseException as exc:  # the scrape reports it
+            self.error = exc
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            admin, self._admin = self._admin, None
+        if admin is not None:
+            admin.close()
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+        self._close()
+
+
+class Collector:
+    """Readings one at a time, each with a new client and bounded by the timeout as a whole (not only each
+    request)."""
+
+    def __init__(
+        self, bootstrap: str, timeout_ms: int, new_admin: Callable[[], KafkaAdminClient] | None = None
+    ) -> None:
+        self._timeout_ms = timeout_ms
+        self._new_admin = new_admin or (
+            lambda: KafkaAdminClient(
+                bootstrap_servers=bootstrap,
                 client_id="kafkalab-lag-exporter",
-                request_timeout_ms=self._timeout_ms,
+                request_timeout_ms=timeout_ms,
+                bootstrap_timeout_ms=timeout_ms,
             )
-        return self._admin
+        )
+        self._lock = threading.Lock()
 
     def _collect(self) -> tuple[list[dict[str, Any]], list[str]]:
-        admin = self._client()
-        errors: list[str] = []
-        groups = report.collect_groups(admin, report.collect_topics(admin), self._timeout_ms, errors)
-        return groups, errors
-
-    def _forget_client(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
-        self._admin = None
+        reading = _Reading(self._new_admin, self._timeout_ms)
+        reading.start()
+        reading.join(self._timeout_ms / 1000)
+        if reading.is_alive():
+            reading.abandon()
+            raise TimeoutError(f"no reading within {self._timeout_ms} ms; its client is closed")
+        if reading.error is not None:
+            raise reading.error
+        return reading.groups, reading.errors
 
     def scrape(self) -> str:
-        """One reading. A failure, or a group that could not be read (a broker away, or back from a restart that the
-        kept client has not caught up with), is tried once more with a new client before the scrape reports it."""
+        """One reading. A failure, a reading that outlasts the timeout, or a group that could not be read (its
+        coordinator moving, the group being deleted), is tried once more before the scrape reports it."""
         with self._lock:
             began = time.monotonic()
             groups: list[dict[str, Any]] = []
-            ok = False
+            ok, left_out = False, 0
             for attempt in (1, 2):
                 try:
                     groups, errors = self._collect()
                 except Exception as exc:  # the cluster may be away; the scrape says so and the next one tries again
                     print(f"lag exporter: could not read the groups: {type(exc).__name__}: {exc}", file=sys.stderr)
-                    self._forget_client()
                     continue
-                ok = True
+                ok, left_out = True, len(errors)
                 if not errors:
                     break
                 print(f"lag exporter: groups left out ({attempt}): {'; '.join(errors)}", file=sys.stderr)
-                self._forget_client()
-            return exposition(groups, time.monotonic() - began, ok)
+            return exposition(groups, time.monotonic() - began, ok, left_out)
 
 
 def serve(collector: Collector, listen: str, port: int) -> ThreadingHTTPServer:
@@ -163,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         "--timeout-ms",
         type=int,
         default=2_000,
-        help="per-request timeout towards the cluster: a reading and its retry must fit in the scrape timeout",
+        help="how long one reading of the cluster may take, all its requests together; a reading and its retry "
+        "must fit in the scrape timeout",
     )
     args = parser.parse_args(argv)
     server = serve(Collector(args.bootstrap, args.timeout_ms), args.listen, args.port)

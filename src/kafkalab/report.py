@@ -101,14 +101,37 @@ def collect_topics(admin: KafkaAdminClient, include_internal: bool = False) -> l
     return topics
 
 
+def list_group_ids(admin: KafkaAdminClient, errors: list[str] | None = None) -> list[str]:
+    """Every consumer group the cluster coordinates now. ListGroups answers with the asking broker's own groups
+    only, and kafka-python asks the brokers of its cached metadata, which can miss a broker for minutes after that
+    broker was away (until the metadata's next refresh): a group coordinated there would be left out with no
+    error. So the brokers asked are the ones the cluster describes now, unfenced.
+
+    errors: when given, a broker that does not answer (stopped, and not yet fenced) is named there and its groups
+    are left out; otherwise its failure is raised."""
+    brokers = sorted(b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced"))
+    names: set[str] = set()
+    for broker in brokers:
+        try:
+            listed = admin.list_groups(broker_ids=[broker])
+        except Exception as exc:
+            if errors is None:
+                raise
+            errors.append(f"the groups of broker {broker}: {type(exc).__name__}: {exc}")
+            continue
+        names |= {g["group_id"] if isinstance(g, dict) else g[0] for g in listed}
+    return sorted(names)
+
+
 def collect_groups(
     admin: KafkaAdminClient, topics: list[dict[str, Any]], timeout_ms: int, errors: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """Each consumer group's committed offset, log end and lag per partition (the lag exporter serves these too).
 
-    errors: when given, a group whose offsets cannot be read (its coordinator moving, the group being deleted) is
-    left out and named there, instead of failing the whole collection."""
-    group_ids = sorted(g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups())
+    errors: when given, a group whose offsets cannot be read (its coordinator moving, the group being deleted), or
+    the groups of a broker that does not answer, are left out and named there, instead of failing the whole
+    collection."""
+    group_ids = list_group_ids(admin, errors)
     if not group_ids:
         return []
     if errors is None:

@@ -14,6 +14,7 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from kafka.admin import KafkaAdminClient
 
+from kafkalab import report
 from kafkalab.bench.measure import MeasurementError
 from kafkalab.bench.parsing import (
     ProcessCpu,
@@ -135,7 +136,7 @@ def delete_bench_groups(bootstrap: str, names: Iterable[str]) -> list[str]:
     """Delete the perf consumer's groups that still exist (one without committed offsets is gone already)."""
     admin = admin_client(bootstrap)
     try:
-        existing = {g["group_id"] if isinstance(g, dict) else g[0] for g in admin.list_groups()}
+        existing = set(report.list_group_ids(admin))
         doomed = sorted(n for n in set(names) & existing if n.startswith(BENCH_PREFIX))
         if doomed:
             admin.delete_groups(doomed)
