@@ -24,7 +24,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 import tomllib
 import uuid
 import zipfile
@@ -46,6 +45,7 @@ from inventory_hosts import (
     runner,
 )
 from kafka.admin import KafkaAdminClient, NewTopic
+from prometheus_api import wait_until
 
 from kafkalab import e2e
 
@@ -407,16 +407,15 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
         assert seen == set(external.values()), "the cluster describes itself to NAT clients by the NAT addresses"
         admin.create_topics([NewTopic(topic, len(cluster.brokers), len(cluster.brokers))])
         admin.wait_for_topics([topic], timeout_ms=60_000)
+
         # The topic can exist in the metadata before its partitions and leaders do (seen once on the lab: an
         # empty partition list right after wait_for_topics): read until every partition has its leader.
-        deadline = time.monotonic() + 60
-        while True:
+        def led_partitions() -> list[dict[str, Any]]:
             partitions = admin.describe_topics([topic])[0]["partitions"]
-            if (len(partitions) == len(cluster.brokers) and all(p["leader_id"] >= 0 for p in partitions)) or (
-                time.monotonic() > deadline
-            ):
-                break
-            time.sleep(1)
+            whole = len(partitions) == len(cluster.brokers) and all(p["leader_id"] >= 0 for p in partitions)
+            return partitions if whole else []
+
+        partitions = wait_until(led_partitions, 60, f"every partition of {topic} to have its leader")
         leaders = {p["leader_id"] for p in partitions}
         assert leaders == {cluster.node_id(b) for b in cluster.brokers}, "one partition led by each broker"
         # Produced through NAT, read back through the internal listener, and the other way round.
