@@ -127,12 +127,16 @@ def test_storage_belongs_to_this_node(host: Any, props: dict[str, str], mode: st
         assert len(meta["cluster.id"]) == 22
 
 
-def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str], mode: str) -> None:
+def test_command_line_wrappers_reach_the_cluster(
+    host: Any, props: dict[str, str], hostvars: dict[str, Any], mode: str
+) -> None:
     if is_broker(props, mode):
         listener = props["inter.broker.listener.name"]
         address = next(i.split("://")[1] for i in props["advertised.listeners"].split(",") if i.startswith(listener))
         result = host.run(f"kafka-broker-api-versions --bootstrap-server {address}")
     else:
+        # The node's own address, which its certificate names when the controller listener runs TLS.
         port = props["listeners"].rsplit(":", 1)[1]
-        result = host.run(f"kafka-metadata-quorum --bootstrap-controller 127.0.0.1:{port} describe --status")
+        address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+        result = host.run(f"kafka-metadata-quorum --bootstrap-controller {address}:{port} describe --status")
     assert result.rc == 0, result.stderr

@@ -81,7 +81,7 @@ def refused_in_preflight(run: PlaybookRun, message: str) -> None:
             None,
             (),
             True,
-            "listener INTERNAL: protocol SASL_SSL needs keystores or SASL settings",
+            "listener INTERNAL: protocol SASL_SSL needs SASL settings (users, JAAS)",
             id="secured-listener-in-check-mode",
         ),
         pytest.param(

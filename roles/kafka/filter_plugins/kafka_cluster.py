@@ -52,6 +52,9 @@ LISTENER_KEYS = {
     "external",
     "client_networks",
 }
+# What kafka_controller_listener may say: `client_auth` (TLS only) is ssl.client.auth on the listener.
+CONTROLLER_LISTENER_KEYS = {"name", "port", "protocol", "bind_host", "client_auth"}
+TLS_CLIENT_AUTH = ("required", "requested", "none")
 # What kafka_listener_overrides may change for one host.
 OVERRIDE_KEYS = {"advertised_host", "advertised_port", "bind_host", "port"}
 MODES = ("kraft", "zookeeper")
@@ -148,10 +151,26 @@ def _check_listener_definitions(
     """controller_listener is None in ZooKeeper mode, where no node opens it."""
     names = [str(item.get("name")) for item in listeners]
     for item in [*listeners, *([controller_listener] if controller_listener is not None else [])]:
-        if str(item.get("protocol", "PLAINTEXT")) in SECURED_PROTOCOLS:
+        protocol = str(item.get("protocol", "PLAINTEXT"))
+        is_controller = item is controller_listener
+        if protocol.startswith("SASL_"):
             problems.append(
-                f"listener {item.get('name')}: protocol {item.get('protocol')} needs keystores or SASL settings, "
-                "which this project does not render yet (a broker would fail to start). Use PLAINTEXT for now."
+                f"listener {item.get('name')}: protocol {protocol} needs SASL settings (users, JAAS), which this "
+                "project does not render yet (a broker would fail to start). Use PLAINTEXT, or SSL on the KRaft "
+                "controller listener."
+            )
+        elif protocol == "SSL" and not is_controller:
+            problems.append(
+                f"listener {item.get('name')}: protocol SSL is not supported on kafka_listeners yet: the project's "
+                "own clients (topics module, cluster report, bench, verification suite, Spark job) do not speak TLS "
+                "yet, so nothing could manage the cluster. TLS is supported on the KRaft controller listener "
+                "(kafka_controller_listener.protocol: SSL); use PLAINTEXT here for now."
+            )
+        client_auth = item.get("client_auth")
+        if client_auth is not None and (protocol != "SSL" or str(client_auth) not in TLS_CLIENT_AUTH):
+            problems.append(
+                f"listener {item.get('name')}: client_auth '{client_auth}' needs protocol SSL and one of "
+                f"{', '.join(TLS_CLIENT_AUTH)} (ssl.client.auth; default required: mutual TLS)."
             )
         name = str(item.get("name"))
         if not LISTENER_NAME.match(name):
@@ -165,10 +184,11 @@ def _check_listener_definitions(
             )
         if not is_port(item.get("port")):
             problems.append(f"listener {name}: port '{item.get('port')}' is not a TCP port number.")
-        unknown = sorted(set(item) - LISTENER_KEYS)
+        known_keys = CONTROLLER_LISTENER_KEYS if is_controller else LISTENER_KEYS
+        unknown = sorted(set(item) - known_keys)
         if unknown:
             problems.append(
-                f"listener {name}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(LISTENER_KEYS))})."
+                f"listener {name}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known_keys))})."
             )
         networks = item.get("client_networks")
         if networks is not None and not isinstance(networks, list):
@@ -199,8 +219,6 @@ VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 SHA512 = re.compile(r"^[0-9a-fA-F]{128}$")
 HEAP_SIZE = re.compile(r"^[0-9]+[kmgKMG]$")
 CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
-# Protocols whose listeners need keystores or SASL settings, which this project does not render yet.
-SECURED_PROTOCOLS = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 
 def _listener_list(value: Any, variable: str, problems: list[str]) -> list[Mapping[str, Any]]:
@@ -531,6 +549,13 @@ def kafka_cluster_model(
 
     zookeeper_connect = ""
     phase = str(settings.get("migration_phase") or "")
+    tls = str(controller_listener.get("protocol", "PLAINTEXT")) == "SSL"
+    if tls and (zookeeper_mode or phase):
+        problems.append(
+            "kafka_controller_listener.protocol is SSL, but the cluster runs on ZooKeeper or migrates off it "
+            f"(kafka_mode {mode}, kafka_migration_phase '{phase}'): TLS on the controller listener is supported in "
+            "KRaft mode only. Keep PLAINTEXT until the migration is finalized, then set SSL."
+        )
     standby: list[str] = []
     if zookeeper_mode:
         _check_zookeeper_mode(settings, problems)
@@ -653,6 +678,12 @@ def kafka_cluster_model(
             "data_dirs": instance_dirs(host_dirs if isinstance(host_dirs, list) else [], instance),
             # The JMX exporter agent's port (None: no agent on this node).
             "metrics_port": metrics_port,
+            # What the node's TLS certificate names (subjectAltName): every name and address it is reached by.
+            "tls_names": list(
+                dict.fromkeys(
+                    n for n in [host, str(address or ""), *(item["advertised_host"] for item in host_listeners)] if n
+                )
+            ),
         }
     _check_machines(
         hostvars, hosts, nodes, host_ports, zookeepers if (zookeeper_mode or phase) else [], settings, problems
@@ -713,6 +744,8 @@ def kafka_cluster_model(
         # Who talks to ZooKeeper: the brokers, and during a migration the controllers too.
         "zookeeper_clients": (brokers + controllers) if phase else (brokers if zookeeper_mode else []),
         "inter_broker_protocol": inter_broker_protocol,
+        # TLS on the KRaft controller listener: every node has a key and a certificate (tasks/tls.yml).
+        "tls": tls and not zookeeper_mode and not phase,
         "version": str(settings.get("version") or ""),
         "nodes": nodes,
         "inter_broker_listener_name": inter_broker_name,
@@ -723,6 +756,7 @@ def kafka_cluster_model(
                 "name": str(controller_listener.get("name")),
                 "port": controller_port,
                 "protocol": str(controller_listener.get("protocol", "PLAINTEXT")),
+                "client_auth": str(controller_listener.get("client_auth") or ("required" if tls else "none")),
             }
         ),
         "quorum_voters": voters,

@@ -1,0 +1,149 @@
+"""TLS on the KRaft controller listener (kafka_controller_listener.protocol SSL): mutual TLS between the
+controllers and every node that dials them, certificates from the project CA naming each node, keys that
+stay where they were made. Runs where the inventory asks for it (the lab, the default scenario)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any
+
+import pytest
+from conftest import kafka_nodes, read_properties
+from inventory_hosts import inventory_path, kafka_properties_path, runner
+
+testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
+
+
+def _controller_protocol() -> str:
+    nodes = kafka_nodes()
+    listener = runner().get_variables(nodes[0]).get("kafka_controller_listener") or {} if nodes else {}
+    return str(listener.get("protocol", "PLAINTEXT"))
+
+
+pytestmark = pytest.mark.skipif(
+    _controller_protocol() != "SSL", reason="the inventory's controller listener is not TLS"
+)
+
+
+def ca_dir() -> str:
+    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory (its folder when it is a file)."""
+    path = inventory_path().rstrip("/")
+    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
+
+
+@pytest.fixture
+def props(host: Any) -> dict[str, str]:
+    return read_properties(host, kafka_properties_path(host.backend.get_hostname()))
+
+
+@pytest.fixture
+def tls(props: dict[str, str]) -> dict[str, str]:
+    """The node's TLS files, as its server.properties names them."""
+    name = props["controller.listener.names"].split(",")[0].lower()
+    keystore = props[f"listener.name.{name}.ssl.keystore.location"]
+    folder = os.path.dirname(keystore)
+    return {
+        "dir": folder,
+        "node": keystore,
+        "ca": props[f"listener.name.{name}.ssl.truststore.location"],
+        "cert": f"{folder}/cert.pem",
+        "key": f"{folder}/key.pem",
+        "client": os.path.join(os.path.dirname(folder), "controller-client.properties"),
+    }
+
+
+def _controller_endpoint(host: Any, props: dict[str, str]) -> str:
+    """Where other nodes dial this controller: its address (what its certificate must name) and port."""
+    variables = runner().get_variables(host.backend.get_hostname())
+    address = variables.get("kafka_advertised_host") or variables["ansible_host"]
+    name = props["controller.listener.names"].split(",")[0]
+    port = next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
+    return f"{address}:{port}"
+
+
+def _is_controller(props: dict[str, str]) -> bool:
+    return "controller" in props.get("process.roles", "").split(",")
+
+
+def test_controller_listener_runs_mutual_tls(props: dict[str, str]) -> None:
+    name = props["controller.listener.names"].split(",")[0]
+    assert f"{name}:SSL" in props["listener.security.protocol.map"].split(",")
+    assert props[f"listener.name.{name.lower()}.ssl.client.auth"] == "required"
+    assert not [key for key in props if "password" in key]
+
+
+def test_node_certificate_is_the_project_cas_and_names_the_nodes_address(host: Any, tls: dict[str, str]) -> None:
+    variables = runner().get_variables(host.backend.get_hostname())
+    address = variables.get("kafka_advertised_host") or variables["ansible_host"]
+    with open(os.path.join(ca_dir(), "ca.pem")) as handle:
+        assert host.file(tls["ca"]).content_string.strip() == handle.read().strip()
+    verify = host.run(f"openssl verify -CAfile {tls['ca']} {tls['cert']}")
+    assert verify.rc == 0, verify.stdout + verify.stderr
+    names = host.run(f"openssl x509 -in {tls['cert']} -noout -ext subjectAltName")
+    assert names.rc == 0, names.stderr
+    assert f"IP Address:{address}" in names.stdout, names.stdout
+    assert f"DNS:{host.backend.get_hostname()}" in names.stdout, names.stdout
+    # Not inside the renewal window (kafka_tls_renew_days, 30 by default): a run would have signed it again.
+    assert host.run(f"openssl x509 -in {tls['cert']} -noout -checkend {30 * 86400}").rc == 0
+
+
+def test_keys_stay_private_on_the_node_and_the_cas_key_on_the_controller(host: Any, tls: dict[str, str]) -> None:
+    folder = host.file(tls["dir"])
+    assert (folder.user, folder.group, folder.mode) == ("root", "kafka", 0o750)
+    for path in (tls["key"], tls["node"]):
+        key = host.file(path)
+        assert (key.user, key.group, key.mode) == ("root", "kafka", 0o640), path
+        assert "BEGIN PRIVATE KEY" in key.content_string, path  # PKCS#8, unencrypted: no password anywhere
+    ca_key = os.path.join(ca_dir(), "ca.key")
+    assert stat.S_IMODE(os.stat(ca_dir()).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(ca_key).st_mode) == 0o600
+    with open(ca_key) as handle:
+        body = [line for line in handle.read().splitlines() if line and not line.startswith("-----")]
+    # Any line of the CA's key found in the node's config tree would mean it was pushed.
+    found = host.run(f"grep -rlF -e '{body[0]}' /etc/kafka")
+    assert found.rc == 1 and not found.stdout, found.stdout
+
+
+def test_controller_listener_verifies_both_ends(host: Any, props: dict[str, str], tls: dict[str, str]) -> None:
+    """The node's own key and certificate pass, the address it is dialled by is checked against its certificate."""
+    if not _is_controller(props):
+        pytest.skip("not a controller: no controller listener here")
+    endpoint = _controller_endpoint(host, props)
+    address = endpoint.rsplit(":", 1)[0]
+    result = host.run(
+        f"openssl s_client -connect {endpoint} -CAfile {tls['ca']} -verify_ip {address} -verify_return_error "
+        f"-cert {tls['cert']} -key {tls['key']} -brief </dev/null"
+    )
+    assert result.rc == 0, result.stdout + result.stderr
+    assert "Verification: OK" in result.stderr, result.stderr
+    quorum = host.run(f"kafka-metadata-quorum --bootstrap-controller {endpoint} describe --status")
+    assert quorum.rc == 0 and "CurrentVoters:" in quorum.stdout, quorum.stderr
+
+
+@pytest.mark.parametrize(
+    "who,settings",
+    [
+        (
+            "a client without a certificate",
+            "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n",
+        ),
+        ("a plaintext client", "security.protocol=PLAINTEXT\n"),
+    ],
+)
+def test_controller_listener_refuses(
+    host: Any, props: dict[str, str], tls: dict[str, str], who: str, settings: str
+) -> None:
+    if not _is_controller(props):
+        pytest.skip("not a controller: no controller listener here")
+    endpoint = _controller_endpoint(host, props)
+    config = f"/tmp/kafkalab-tls-test-{who.replace(' ', '-')}.properties"
+    bounds = "request.timeout.ms=4000\ndefault.api.timeout.ms=8000\n"
+    host.run(f"printf '%s' '{settings.format(ca=tls['ca'])}{bounds}' > {config}")
+    try:
+        refused = host.run(
+            f"kafka-metadata-quorum --command-config {config} --bootstrap-controller {endpoint} describe --status"
+        )
+    finally:
+        host.run(f"rm -f {config}")
+    assert refused.rc != 0 and "CurrentVoters:" not in refused.stdout, (who, refused.stdout)

@@ -1,0 +1,123 @@
+"""TLS on the KRaft controller listener: the model's names, the properties each node and tool gets, and
+what the host preflight refuses (a lost or other CA, a running cluster switching its controller listener)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ansible_collections.kafkalab.common.plugins.filter.tls import san_entry
+from kafka_cluster import kafka_cluster_model
+from kafka_outputs import kafka_server_properties, to_properties
+from kafka_tls import kafka_tls_client_properties, kafka_tls_problems, kafka_tls_server_properties
+
+TLS_DIR = "/etc/kafka/tls"
+SETTINGS: dict[str, Any] = {
+    "version": "4.3.1",
+    "heap_size": "1g",
+    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
+    "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"},
+    "inter_broker_listener_name": "INTERNAL",
+    "default_replication_factor": 3,
+    "min_insync_replicas": 2,
+    "num_partitions": 3,
+    "data_dirs": ["/var/lib/kafka/data"],
+}
+HOSTS = {f"k{i}": {"kafka_node_id": i, "ansible_host": f"10.0.0.{10 + i}"} for i in (1, 2, 3, 4)}
+CONTROLLERS, BROKERS = ["k1", "k2", "k3"], ["k2", "k3", "k4"]
+CA = "-----BEGIN CERTIFICATE-----\nprojectca\n-----END CERTIFICATE-----\n"
+OTHER_CA = "-----BEGIN CERTIFICATE-----\nanotherca\n-----END CERTIFICATE-----\n"
+
+
+def model(**changes: Any) -> dict[str, Any]:
+    result = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, {**SETTINGS, **changes})
+    assert result["problems"] == []
+    return result
+
+
+def running(protocol: str) -> str:
+    return to_properties({"listener.security.protocol.map": f"CONTROLLER:{protocol},INTERNAL:PLAINTEXT"})
+
+
+def test_ssl_controller_listener_is_accepted_and_defaults_to_mutual_tls() -> None:
+    m = model()
+    assert m["tls"] is True
+    assert m["controller_listener"]["client_auth"] == "required"
+
+
+def test_plaintext_controller_listener_needs_no_certificates() -> None:
+    m = model(controller_listener={"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"})
+    assert m["tls"] is False
+    assert kafka_tls_server_properties(m, TLS_DIR) == {}
+    assert kafka_tls_client_properties(m, TLS_DIR) == {}
+
+
+def test_certificate_names_cover_inventory_name_address_and_advertised_hosts() -> None:
+    hosts = {**HOSTS, "k4": {**HOSTS["k4"], "kafka_listener_overrides": {"INTERNAL": {"advertised_host": "k4.lab"}}}}
+    m = kafka_cluster_model(hosts, CONTROLLERS, BROKERS, SETTINGS)
+    assert m["problems"] == []
+    assert m["nodes"]["k4"]["tls_names"] == ["k4", "10.0.0.14", "k4.lab"]
+    assert [san_entry(n) for n in m["nodes"]["k1"]["tls_names"]] == ["DNS:k1", "IP:10.0.0.11"]
+
+
+@pytest.mark.parametrize("host", ["k1", "k2", "k4"])
+def test_every_node_gets_the_controller_listeners_tls_settings_prefixed(host: str) -> None:
+    """Controllers serve the listener, brokers dial it: both read the same listener-prefixed settings."""
+    m = model()
+    props = {**kafka_server_properties(m, host, SETTINGS), **kafka_tls_server_properties(m, TLS_DIR)}
+    assert "CONTROLLER:SSL" in props["listener.security.protocol.map"].split(",")
+    assert props["listener.name.controller.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.controller.ssl.keystore.location"] == "/etc/kafka/tls/node.pem"
+    assert props["listener.name.controller.ssl.truststore.location"] == "/etc/kafka/tls/ca.pem"
+    assert props["listener.name.controller.ssl.client.auth"] == "required"
+    # Unencrypted PEM key: no password in any properties file; nothing un-prefixed touches other listeners.
+    assert not [k for k in props if "password" in k]
+    assert not [k for k in props if k.startswith("ssl.")]
+
+
+def test_client_auth_requested_is_passed_on() -> None:
+    m = model(controller_listener={"name": "CONTROLLER", "port": 9093, "protocol": "SSL", "client_auth": "requested"})
+    assert kafka_tls_server_properties(m, TLS_DIR)["listener.name.controller.ssl.client.auth"] == "requested"
+
+
+def test_admin_tools_dial_the_quorum_with_the_nodes_own_certificate() -> None:
+    assert kafka_tls_client_properties(model(), TLS_DIR) == {
+        "security.protocol": "SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "/etc/kafka/tls/node.pem",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/kafka/tls/ca.pem",
+    }
+
+
+def test_a_new_cluster_and_a_cluster_on_the_project_ca_pass() -> None:
+    m = model()
+    assert kafka_tls_problems(m, {h: {"config": "", "ca": ""} for h in HOSTS}, "", "/inv/.pki") == []
+    disks = {h: {"config": running("SSL"), "ca": CA} for h in HOSTS}
+    assert kafka_tls_problems(m, disks, CA.strip() + "\n\n", "/inv/.pki") == []
+
+
+def test_a_lost_project_ca_is_refused_naming_the_host_and_the_dir() -> None:
+    disks = {"k1": {"config": running("SSL"), "ca": CA}, "k2": {"config": "", "ca": ""}}
+    problems = kafka_tls_problems(model(), disks, "", "/inv/.pki")
+    assert len(problems) == 1
+    assert problems[0].startswith("k1: trusts the CA whose certificate hashes to sha256 ")
+    assert "kafka_tls_ca_dir /inv/.pki holds no CA" in problems[0]
+    assert "Restore ca.pem and ca.key into kafka_tls_ca_dir" in problems[0]
+
+
+def test_another_ca_in_the_dir_is_refused() -> None:
+    problems = kafka_tls_problems(model(), {"k3": {"config": running("SSL"), "ca": OTHER_CA}}, CA, "/inv/.pki")
+    assert len(problems) == 1 and problems[0].startswith("k3: trusts the CA") and "another CA" in problems[0]
+
+
+@pytest.mark.parametrize("now,wanted", [("PLAINTEXT", "SSL"), ("SSL", "PLAINTEXT")])
+def test_a_running_cluster_does_not_switch_its_controller_listener(now: str, wanted: str) -> None:
+    m = model(controller_listener={"name": "CONTROLLER", "port": 9093, "protocol": wanted})
+    problems = kafka_tls_problems(m, {"k2": {"config": running(now), "ca": ""}}, "", "/inv/.pki")
+    assert problems == [
+        f"k2: its controller listener CONTROLLER runs {now}, and kafka_controller_listener.protocol is {wanted}: "
+        "switching a running cluster's controller listener between PLAINTEXT and SSL is not supported (a roll "
+        "would split the quorum: restarted and waiting nodes could not talk). Set protocol back to "
+        f"{now}, or rebuild the lab cluster with {wanted} from the start."
+    ]
