@@ -10,18 +10,12 @@ from ansible_collections.kafkalab.common.plugins.filter.tls import san_entry
 from kafka_cluster import kafka_cluster_model
 from kafka_outputs import kafka_server_properties, to_properties
 from kafka_tls import kafka_tls_client_properties, kafka_tls_problems, kafka_tls_server_properties
+from test_kafka_cluster_model import SETTINGS as PLAINTEXT_SETTINGS
 
 TLS_DIR = "/etc/kafka/tls"
 SETTINGS: dict[str, Any] = {
-    "version": "4.3.1",
-    "heap_size": "1g",
-    "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}],
+    **PLAINTEXT_SETTINGS,
     "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"},
-    "inter_broker_listener_name": "INTERNAL",
-    "default_replication_factor": 3,
-    "min_insync_replicas": 2,
-    "num_partitions": 3,
-    "data_dirs": ["/var/lib/kafka/data"],
 }
 HOSTS = {f"k{i}": {"kafka_node_id": i, "ansible_host": f"10.0.0.{10 + i}"} for i in (1, 2, 3, 4)}
 CONTROLLERS, BROKERS = ["k1", "k2", "k3"], ["k2", "k3", "k4"]
