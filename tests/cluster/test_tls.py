@@ -151,3 +151,44 @@ def test_controller_listener_refuses(
         host.run(f"rm -f {config}")
     assert refused.rc != 0 and "CurrentVoters:" not in refused.stdout, (who, refused.stdout)
     assert why in refused.stdout + refused.stderr, (who, refused.stderr[-2000:])
+
+
+def test_kafka_clients_refuse_a_controller_they_cannot_verify(
+    host: Any, props: dict[str, str], tls: dict[str, str]
+) -> None:
+    """The client side of the check: a client that trusts another CA, and one that dials a name the
+    controller's certificate does not carry (127.0.0.1: the certificate names the node's address), are refused
+    during the handshake, with the node's own key and certificate in hand."""
+    if not _is_controller(props):
+        pytest.skip("not a controller: no controller listener here")
+    endpoint = _controller_endpoint(host, props)
+    work = "/tmp/kafkalab-tls-test-verify"
+    client = read_properties(host, tls["client"])
+    bounds = "request.timeout.ms=4000\ndefault.api.timeout.ms=8000\n"
+    own = "".join(f"{key}={value}\n" for key, value in client.items()) + bounds
+    other = own.replace(f"ssl.truststore.location={tls['ca']}", f"ssl.truststore.location={work}/other-ca.pem")
+    made = host.run(
+        f"rm -rf {work} && mkdir -p {work} && cd {work} && "
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout other-ca.key "
+        "-out other-ca.pem -days 1 -subj '/CN=another CA' 2>&1 && "
+        f"printf '{own}' > own.properties && printf '{other}' > other.properties"
+    )
+    assert made.rc == 0, made.stdout
+    quorum = f"kafka-metadata-quorum --command-config {work}"
+    try:
+        cases = {
+            "trusts another CA": f"{quorum}/other.properties --bootstrap-controller {endpoint}",
+            "dials a name not in the certificate": (
+                f"{quorum}/own.properties --bootstrap-controller 127.0.0.1:{endpoint.rsplit(':', 1)[1]}"
+            ),
+        }
+        for case, command in cases.items():
+            refused = host.run(f"{command} describe --status")
+            said = refused.stdout + refused.stderr
+            assert refused.rc != 0 and "CurrentVoters:" not in refused.stdout, case
+            assert "SSLHandshakeException" in said or "SslAuthenticationException" in said, (case, said[-2000:])
+        # The control: the same client with the node's own settings and address passes.
+        passed = host.run(f"{quorum}/own.properties --bootstrap-controller {endpoint} describe --status")
+        assert passed.rc == 0 and "CurrentVoters:" in passed.stdout, passed.stderr[-2000:]
+    finally:
+        host.run(f"rm -rf {work}")
