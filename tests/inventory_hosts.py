@@ -117,6 +117,12 @@ def run_playbook(playbook: str, args: Sequence[str] = (), timeout: float = 900) 
 
 
 @cache
+def kafka_address(name: str) -> str:
+    """The address other nodes dial a Kafka host by (roles/kafka: kafka_advertised_host, else ansible_host)."""
+    variables = runner().get_variables(name)
+    return str(variables.get("kafka_advertised_host") or variables["ansible_host"])
+
+
 def kafka_instance(name: str) -> str:
     """The host's kafka_instance ('' for a plain host, which runs kafka.service from /etc/kafka)."""
     return str(runner().get_variables(name).get("kafka_instance") or "")

@@ -15,7 +15,7 @@ from conftest import (
     process_environment,
     read_properties,
 )
-from inventory_hosts import group, inventory_path, kafka_properties_path, kafka_unit, runner
+from inventory_hosts import group, inventory_path, kafka_address, kafka_properties_path, kafka_unit, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
@@ -66,7 +66,7 @@ def test_properties_hold_this_nodes_id_and_address(
     host: Any, props: dict[str, str], hostvars: dict[str, Any], mode: str
 ) -> None:
     assert props[ID_PROPERTY[mode]] == str(hostvars["kafka_node_id"])
-    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+    address = kafka_address(host.backend.get_hostname())
     if is_broker(props, mode):
         assert f"//{address}:" in props["advertised.listeners"]
 
@@ -81,7 +81,7 @@ def test_the_quorums_voters_are_the_inventorys_controllers(
     controller.quorum.bootstrap.servers."""
     expected = {str(runner().get_variables(name)["kafka_node_id"]) for name in group("kafka_controller")}
     is_controller = "controller" in props["process.roles"].split(",")
-    address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+    address = kafka_address(host.backend.get_hostname())
     name = props["controller.listener.names"].split(",")[0]
     port = (
         next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
@@ -127,9 +127,7 @@ def test_storage_belongs_to_this_node(host: Any, props: dict[str, str], mode: st
         assert len(meta["cluster.id"]) == 22
 
 
-def test_command_line_wrappers_reach_the_cluster(
-    host: Any, props: dict[str, str], hostvars: dict[str, Any], mode: str
-) -> None:
+def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str], mode: str) -> None:
     if is_broker(props, mode):
         listener = props["inter.broker.listener.name"]
         address = next(i.split("://")[1] for i in props["advertised.listeners"].split(",") if i.startswith(listener))
@@ -137,6 +135,6 @@ def test_command_line_wrappers_reach_the_cluster(
     else:
         # The node's own address, which its certificate names when the controller listener runs TLS.
         port = props["listeners"].rsplit(":", 1)[1]
-        address = hostvars.get("kafka_advertised_host") or hostvars["ansible_host"]
+        address = kafka_address(host.backend.get_hostname())
         result = host.run(f"kafka-metadata-quorum --bootstrap-controller {address}:{port} describe --status")
     assert result.rc == 0, result.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import kafka_nodes, read_properties
-from inventory_hosts import inventory_path, kafka_properties_path, runner
+from inventory_hosts import inventory_path, kafka_address, kafka_properties_path, runner
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
@@ -55,8 +55,7 @@ def tls(props: dict[str, str]) -> dict[str, str]:
 
 def _controller_endpoint(host: Any, props: dict[str, str]) -> str:
     """Where other nodes dial this controller: its address (what its certificate must name) and port."""
-    variables = runner().get_variables(host.backend.get_hostname())
-    address = variables.get("kafka_advertised_host") or variables["ansible_host"]
+    address = kafka_address(host.backend.get_hostname())
     name = props["controller.listener.names"].split(",")[0]
     port = next(li for li in props["listeners"].split(",") if li.startswith(f"{name}://")).rsplit(":", 1)[1]
     return f"{address}:{port}"
@@ -74,8 +73,7 @@ def test_controller_listener_runs_mutual_tls(props: dict[str, str]) -> None:
 
 
 def test_node_certificate_is_the_project_cas_and_names_the_nodes_address(host: Any, tls: dict[str, str]) -> None:
-    variables = runner().get_variables(host.backend.get_hostname())
-    address = variables.get("kafka_advertised_host") or variables["ansible_host"]
+    address = kafka_address(host.backend.get_hostname())
     with open(os.path.join(ca_dir(), "ca.pem")) as handle:
         assert host.file(tls["ca"]).content_string.strip() == handle.read().strip()
     verify = host.run(f"openssl verify -CAfile {tls['ca']} {tls['cert']}")

@@ -43,7 +43,7 @@ def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str) -> dict[
     listener = model["controller_listener"]
     prefix = f"listener.name.{str(listener['name']).lower()}."
     props = {prefix + key: value for key, value in _ssl_files(tls_dir).items()}
-    props[prefix + "ssl.client.auth"] = str(listener.get("client_auth") or "required")
+    props[prefix + "ssl.client.auth"] = str(listener["client_auth"])
     return props
 
 
