@@ -1,0 +1,141 @@
+"""What the project does to make Ansible's per-task cost smaller, run through real ansible-playbook runs.
+
+- kafkalab.common.preload_jinja (ansible.cfg): the filter plugins are loaded in ansible-playbook before a task's
+  workers fork, so the workers inherit them instead of importing every plugin file again. A role's filter
+  plugin that records the pid of each process importing it shows that, and that a role included at run time
+  (whose filter_plugins join the search path then) still has its filters.
+- kafkalab.common.node_files: several files of a node read in one call (the host preflights), read only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from kafkalab.ansible_driver import run_playbook
+
+ROOT = Path(__file__).resolve().parents[2]
+# The controller itself, through the Python running the tests (the venv, which has Ansible).
+LOCAL = ["-c", "local", "-e", f"ansible_python_interpreter={sys.executable}"]
+
+FILTER = """
+import os
+
+with open({log!r}, "a") as handle:
+    handle.write(f"{{os.getpid()}}\\n")
+
+
+class FilterModule:
+    def filters(self):
+        return {{"shout": lambda value: str(value).upper() + "!"}}
+"""
+
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: A filter of ansible.builtin, in several tasks
+      ansible.builtin.debug:
+        msg: "{{ [3, 1, 2] | sort | join(',') }}"
+      loop: [1, 2, 3, 4]
+    - name: A role included at run time, whose filter plugin is used right after
+      ansible.builtin.include_role:
+        name: loud
+    - name: Its filter, from a task of the play
+      ansible.builtin.set_fact:
+        said: "{{ 'again' | shout }}"
+    - name: Its filter in more tasks
+      ansible.builtin.debug:
+        msg: "{{ item | shout }}"
+      loop: [a, b, c]
+"""
+
+
+def _run(tmp: Path, callbacks: str) -> tuple[list[str], str]:
+    log = tmp / "imports.log"
+    role = tmp / "roles" / "loud"
+    (role / "filter_plugins").mkdir(parents=True)
+    (role / "tasks").mkdir()
+    (role / "filter_plugins" / "loud.py").write_text(FILTER.format(log=str(log)))
+    (role / "tasks" / "main.yml").write_text("- ansible.builtin.set_fact:\n    said: \"{{ 'hello' | shout }}\"\n")
+    playbook = tmp / "play.yml"
+    playbook.write_text(PLAYBOOK)
+    run = run_playbook(
+        playbook,
+        "localhost,",
+        cwd=tmp,
+        args=LOCAL,
+        env={"ANSIBLE_CALLBACKS_ENABLED": callbacks, "ANSIBLE_ROLES_PATH": str(tmp / "roles"), "ANSIBLE_NOCOLOR": "1"},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return log.read_text().split(), run.stdout
+
+
+def test_workers_inherit_the_filters_loaded_before_they_fork(tmp_path: Path) -> None:
+    pids, out = _run(tmp_path, "kafkalab.common.preload_jinja")
+    # Loaded by ansible-playbook itself, once when the role's directory joined the search path; no worker
+    # imported the file again.
+    assert len(set(pids)) == 1, pids
+    assert "A!" in out and "C!" in out and "1,2,3" in out
+
+
+def test_without_it_every_worker_imports_the_filters_again(tmp_path: Path) -> None:
+    # The control: the same run without the callback imports the plugin file in many processes.
+    pids, out = _run(tmp_path, "ansible.posix.profile_tasks")
+    # One worker per task that uses it: the role's task, the play's set_fact and the loop.
+    assert len(set(pids)) >= 3, pids
+    assert "A!" in out and "C!" in out
+
+
+NODE_FILES = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Look at the files
+      kafkalab.common.node_files:
+        exists: [{present}, {missing}, {directory}]
+        read: [{present}, {missing}, {binary}, {big}]
+        max_bytes: 64
+      register: found
+    - name: Show them
+      ansible.builtin.copy:
+        content: "{{{{ found | to_json }}}}"
+        dest: {out}
+"""
+
+
+def test_node_files_reports_existence_and_text_and_changes_nothing(tmp_path: Path) -> None:
+    files = {
+        "present": tmp_path / "server.properties",
+        "missing": tmp_path / "absent.pem",
+        "directory": tmp_path,
+        "binary": tmp_path / "binary",
+        "big": tmp_path / "big",
+    }
+    files["present"].write_text("process.roles=broker\n")
+    files["binary"].write_bytes(b"\xff\xfe\x00")
+    files["big"].write_text("x" * 65)
+    out = tmp_path / "found.json"
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(NODE_FILES.format(out=out, **{k: json.dumps(str(v)) for k, v in files.items()}))
+    for check in (False, True):
+        out.unlink(missing_ok=True)
+        run = run_playbook(playbook, "localhost,", cwd=tmp_path, args=LOCAL, check=check, timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:]
+        if check:
+            # The module ran in check mode (it supports it; else Ansible skips it) and changed nothing.
+            assert not out.exists()
+            assert re.search(r"TASK \[Look at the files\][^\n]*\n[^\n]*\nok: \[localhost\]", run.stdout), run.stdout
+            continue
+        found = json.loads(out.read_text())
+        assert found["changed"] is False
+        assert found["exists"] == {str(files["present"]): True, str(files["missing"]): False, str(tmp_path): True}
+        assert found["content"] == {
+            str(files["present"]): "process.roles=broker\n",
+            str(files["missing"]): None,
+            str(files["binary"]): None,
+            str(files["big"]): None,
+        }
