@@ -20,6 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from kafkalab import kafka_client
+
 
 @dataclass(frozen=True, order=True)
 class Record:
@@ -118,7 +120,7 @@ def create_topic(
     bootstrap: str, topic: str, partitions: int, replication: int, configs: dict[str, str] | None = None
 ) -> None:
     """Create a topic (no-op if it exists with that name) and wait until every partition has a leader."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
+    admin = KafkaAdminClient(**kafka_client.settings(), bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
     try:
         if topic not in admin.list_topics():
             admin.create_topics(
@@ -131,7 +133,7 @@ def create_topic(
 
 def delete_topic(bootstrap: str, topic: str) -> None:
     """Delete a topic this suite created (never used on user topics)."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
+    admin = KafkaAdminClient(**kafka_client.settings(), bootstrap_servers=bootstrap, client_id="kafkalab-e2e")
     try:
         admin.delete_topics([topic])
     finally:
@@ -147,6 +149,7 @@ def produce_numbered(
     """
     run_id = run_id or uuid.uuid4().hex
     config: dict[str, Any] = {
+        **kafka_client.settings(),
         "bootstrap_servers": bootstrap,
         "acks": "all",
         "enable_idempotence": True,
@@ -206,12 +209,15 @@ def read_run(
     that reports "lost" must check it, or a read cut short by the timeout passes for lost records.
     """
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        client_id="kafkalab-e2e-consumer",
-        **consumer_config,
+        **{
+            **kafka_client.settings(),
+            "bootstrap_servers": bootstrap,
+            "group_id": None,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "client_id": "kafkalab-e2e-consumer",
+            **consumer_config,
+        }
     )
     records: list[Record] = []
     try:
@@ -250,7 +256,11 @@ def read_rate(bootstrap: str, topic: str, timeout_s: float = 600) -> tuple[int, 
     Returns (records, value bytes, seconds): the baseline the Spark job and `make bench` compare with.
     """
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, client_id="kafkalab-read-rate"
+        **kafka_client.settings(),
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        client_id="kafkalab-read-rate",
     )
     try:
         end = _from_the_beginning(consumer, topic)
@@ -268,12 +278,22 @@ def read_rate(bootstrap: str, topic: str, timeout_s: float = 600) -> tuple[int, 
         consumer.close()
 
 
-def round_trip(bootstrap: str, topic: str, count: int, consumer_bootstrap: str | None = None) -> DeliveryReport:
-    """Produce `count` messages through `bootstrap`, read them back (optionally through another address)."""
-    run_id, acked, failed = produce_numbered(bootstrap, topic, count)
+def round_trip(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    consumer_bootstrap: str | None = None,
+    security: dict[str, Any] | None = None,
+    consumer_security: dict[str, Any] | None = None,
+) -> DeliveryReport:
+    """Produce `count` messages through `bootstrap`, read them back (optionally through another address).
+
+    security / consumer_security: the client settings of each side's listener when it is not the bootstrap
+    listener (kafka_client.settings(), the default), e.g. a TLS external listener of a cluster plain inside."""
+    run_id, acked, failed = produce_numbered(bootstrap, topic, count, **(security or {}))
     if failed:
         raise AssertionError(f"{len(failed)} of {count} sends were not acknowledged (first: {failed[:5]})")
-    consumed = consume_run(consumer_bootstrap or bootstrap, topic, run_id)
+    consumed = consume_run(consumer_bootstrap or bootstrap, topic, run_id, **(consumer_security or security or {}))
     return compare(acked, consumed)
 
 
@@ -297,6 +317,7 @@ class BackgroundProducer:
         self.failed: list[int] = []
         self.sent = 0
         self._producer = KafkaProducer(
+            **kafka_client.settings(),
             bootstrap_servers=bootstrap,
             acks="all",
             enable_idempotence=True,

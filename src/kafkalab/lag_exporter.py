@@ -30,7 +30,7 @@ from typing import Any
 
 from kafka.admin import KafkaAdminClient
 
-from kafkalab import report
+from kafkalab import kafka_client, report
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -144,6 +144,7 @@ class Collector:
         self._timeout_ms = timeout_ms
         self._new_admin = new_admin or (
             lambda: KafkaAdminClient(
+                **kafka_client.settings(),
                 bootstrap_servers=bootstrap,
                 client_id="kafkalab-lag-exporter",
                 request_timeout_ms=timeout_ms,
@@ -214,7 +215,15 @@ def main(argv: list[str] | None = None) -> int:
         help="how long one reading of the cluster may take, all its requests together; a reading and its retry "
         "must fit in the scrape timeout",
     )
+    parser.add_argument(
+        "--client-config", help="Kafka client properties (TLS, CA) for the brokers; default $KAFKALAB_CLIENT_CONFIG"
+    )
     args = parser.parse_args(argv)
+    try:
+        kafka_client.use(args.client_config)
+    except kafka_client.ClientConfigError as exc:
+        print(f"lag exporter: error: {exc}", file=sys.stderr)
+        return 1
     server = serve(Collector(args.bootstrap, args.timeout_ms), args.listen, args.port)
     print(f"lag exporter: /metrics on {args.listen}:{args.port}, cluster {args.bootstrap}", file=sys.stderr)
     server.serve_forever()

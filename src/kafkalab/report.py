@@ -19,6 +19,8 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient, OffsetSpec
 
+from kafkalab import kafka_client
+
 UNDER_REPLICATED = "UNDER-REPLICATED"
 OFFLINE = "OFFLINE"
 
@@ -50,7 +52,12 @@ def _active_controller(admin: KafkaAdminClient, fallback: int | None) -> tuple[i
 
 def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15_000) -> dict[str, Any]:
     """Everything the report shows, as plain data."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-report", request_timeout_ms=timeout_ms)
+    admin = KafkaAdminClient(
+        **kafka_client.settings(),
+        bootstrap_servers=bootstrap,
+        client_id="kafkalab-report",
+        request_timeout_ms=timeout_ms,
+    )
     try:
         cluster = admin.describe_cluster()
         controller, mode = _active_controller(admin, cluster.get("controller_id"))
@@ -237,7 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the report as JSON to this file")
     parser.add_argument("--text", type=Path, help="also write the text table to this file")
     parser.add_argument("--include-internal", action="store_true", help="show __consumer_offsets and friends")
+    parser.add_argument(
+        "--client-config", help="Kafka client properties (TLS, CA) for the brokers; default $KAFKALAB_CLIENT_CONFIG"
+    )
     args = parser.parse_args(argv)
+    try:
+        kafka_client.use(args.client_config)
+    except kafka_client.ClientConfigError as exc:
+        print(f"report: error: {exc}", file=sys.stderr)
+        return 1
     report = collect(args.bootstrap, include_internal=args.include_internal)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from kafkalab import kafka_client
+
 # zk4lw (the four-letter words client the zookeeper role installs) is imported by test_zookeeper.py;
 # inventory_hosts (shared with tests/spark_cluster) sits one folder up. tests/conftest.py adds both
 # too; this suite also runs from molecule scenario folders, so it does not count on that.
@@ -39,6 +41,7 @@ from inventory_hosts import (  # noqa: E402
     CHANGES_CLUSTER,
     deselect,
     group,
+    inventory_path,
     kafka_properties_path,
     node,
     runner,
@@ -203,6 +206,26 @@ class Cluster:
         return int(self.properties[name][ID_PROPERTY[self.mode]])
 
 
+def ca_dir() -> str:
+    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory (its folder when it is a file)."""
+    path = inventory_path().rstrip("/")
+    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
+
+
+def listener_protocol(props: dict[str, str], name: str) -> str:
+    """The security protocol a node's listener runs, as its server.properties maps it."""
+    protocols = dict(item.split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",") if item)
+    return protocols.get(name, name if name in ("PLAINTEXT", "SSL") else "PLAINTEXT")
+
+
+def listener_security(props: dict[str, str], name: str) -> dict[str, Any]:
+    """kafka-python's settings for a client of this listener: PLAINTEXT, or TLS trusting the project CA (explicit
+    either way, so they override the bootstrap listener's settings the helpers merge in)."""
+    if listener_protocol(props, name) == "SSL":
+        return {"security_protocol": "SSL", "ssl_cafile": os.path.join(ca_dir(), "ca.pem")}
+    return {"security_protocol": "PLAINTEXT"}
+
+
 @pytest.fixture(scope="session")
 def cluster(mode: str) -> Cluster:
     brokers = group("kafka_broker")
@@ -211,4 +234,14 @@ def cluster(mode: str) -> Cluster:
         name: read_properties(node(name), kafka_properties_path(name)) for name in sorted({*brokers, *controllers})
     }
     bootstrap = ",".join(listener_address(props[b], props[b]["inter.broker.listener.name"]) for b in brokers)
+    # Every client of the suite (and the kafkalab helpers it calls) reads the bootstrap listener's settings the
+    # way the project's tools do: from the file the kafka role writes on the controller when that listener is TLS.
+    protocols = {listener_protocol(props[b], props[b]["inter.broker.listener.name"]) for b in brokers}
+    assert len(protocols) <= 1, f"the brokers disagree on their inter-broker listener's protocol: {protocols}"
+    if protocols == {"SSL"}:
+        client_config = os.path.join(ca_dir(), "client.properties")
+        assert os.path.exists(client_config), f"the inter-broker listener runs TLS, but {client_config} is missing"
+        kafka_client.use(client_config)
+    else:
+        os.environ.pop(kafka_client.ENV, None)
     return Cluster(mode=mode, brokers=brokers, controllers=controllers, properties=props, bootstrap=bootstrap)

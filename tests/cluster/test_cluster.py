@@ -9,12 +9,14 @@ from conftest import Cluster, read_properties
 from inventory_hosts import node
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from kafkalab import e2e
+from kafkalab import e2e, kafka_client
 
 
 @pytest.fixture(scope="module")
 def admin(cluster: Cluster) -> KafkaAdminClient:
-    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-verify")
+    client = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-verify"
+    )
     yield client
     client.close()
 

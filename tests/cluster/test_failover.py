@@ -35,7 +35,7 @@ from kafka.errors import CommitFailedError, RebalanceInProgressError, for_code
 from kafka.protocol.admin import DescribeTopicPartitionsRequest
 from kafka.protocol.metadata import MetadataRequest
 
-from kafkalab import e2e, report
+from kafkalab import e2e, kafka_client, report
 
 RECOVERY_TIMEOUT_S = 180
 # Disruptive and slow (minutes): `make verify` leaves them out, `make failover` and molecule run them.
@@ -55,7 +55,10 @@ class IsrWatcher:
         # A short request timeout: a call that lands on a paused broker must not blind the watcher for
         # longer than the few seconds the ISR stays shrunk (seen: a 15 s timeout missed a whole shrink).
         self._admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap, client_id="kafkalab-isr-watch", request_timeout_ms=3000
+            **kafka_client.settings(),
+            bootstrap_servers=bootstrap,
+            client_id="kafkalab-isr-watch",
+            request_timeout_ms=3000,
         )
         self._topic, self._replicas = topic, replicas
         self._stop = threading.Event()
@@ -207,7 +210,9 @@ def elect_preferred(bootstrap: str, partitions: dict[str, list[int]]) -> list[st
     before it closes its connections; the refresh its closing triggers leaves it out of that list, and every
     election then fails with UnknownBrokerIdError, long after the broker is back.
     """
-    with KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-failover-elect") as client:
+    with KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=bootstrap, client_id="kafkalab-failover-elect"
+    ) as client:
         response = client.elect_leaders(0, partitions, raise_errors=False)  # 0: preferred replica
     top = int(getattr(response, "error_code", 0))  # ElectLeaders v1+
     results = [f"request: {top} {for_code(top).__name__}"] if top else []
@@ -394,7 +399,9 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-failover")
+    client = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-failover"
+    )
     yield client
     client.close()
 
@@ -604,6 +611,7 @@ def test_consumer_groups_split_partitions_and_keep_independent_offsets(cluster: 
         def consumer(group: str) -> KafkaConsumer:
             return KafkaConsumer(
                 topic,
+                **kafka_client.settings(),
                 bootstrap_servers=cluster.bootstrap,
                 group_id=group,
                 auto_offset_reset="earliest",

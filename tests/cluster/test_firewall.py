@@ -34,7 +34,7 @@ from typing import Any
 
 import kafka
 import pytest
-from conftest import Cluster, read_properties
+from conftest import Cluster, listener_security, read_properties
 from inventory_hosts import (
     inventory_path,
     kafka_properties_path,
@@ -47,7 +47,7 @@ from inventory_hosts import (
 from kafka.admin import KafkaAdminClient, NewTopic
 from prometheus_api import wait_until
 
-from kafkalab import e2e
+from kafkalab import e2e, kafka_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -335,11 +335,11 @@ CLIENT = r"""
 import json, sys
 sys.path.insert(0, "/tmp/kafka-python.zip")
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-bootstrap, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="probe")
+bootstrap, topic, count, security = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+producer = KafkaProducer(**security, bootstrap_servers=bootstrap, acks="all", client_id="probe")
 acked = [producer.send(topic, value=str(i).encode()).get(timeout=60) for i in range(count)]
 producer.close()
-consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+consumer = KafkaConsumer(**security, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
                          consumer_timeout_ms=20000, client_id="probe")
 parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
 consumer.assign(parts)
@@ -371,7 +371,15 @@ def test_client_in_an_allowed_network_produces_and_consumes_through_the_client_l
         host = node(probe)
         copied = host.ansible("copy", f"src={kafka_python_zip(tmp_path)} dest=/tmp/kafka-python.zip", check=False)
         assert not copied.get("failed"), copied
-        result = host.run(f"python3 -c {shlex.quote(CLIENT)} {cluster.bootstrap} {topic} 300")
+        # The cluster's client settings (TLS, the project CA), with the CA copied to the probe.
+        security = kafka_client.settings()
+        if "ssl_cafile" in security:
+            copied = host.ansible("copy", f"src={security['ssl_cafile']} dest=/tmp/kafkalab-ca.pem", check=False)
+            assert not copied.get("failed"), copied
+            security["ssl_cafile"] = "/tmp/kafkalab-ca.pem"
+        result = host.run(
+            f"python3 -c {shlex.quote(CLIENT)} {cluster.bootstrap} {topic} 300 {shlex.quote(json.dumps(security))}"
+        )
         assert result.rc == 0, result.stderr[-2000:]
         data = json.loads(result.stdout)
         assert data["acked"] == 300
@@ -380,9 +388,14 @@ def test_client_in_an_allowed_network_produces_and_consumes_through_the_client_l
         e2e.delete_topic(cluster.bootstrap, topic)
 
 
+def external_names(cluster: Cluster) -> set[str]:
+    """The listeners the inventory marks external."""
+    return {item["name"] for item in variables(cluster.brokers[0]).get("kafka_listeners", []) if item.get("external")}
+
+
 def external_listeners(cluster: Cluster) -> dict[str, str]:
     """broker -> its advertised address on the external listener (the one the inventory marks external)."""
-    names = {item["name"] for item in variables(cluster.brokers[0]).get("kafka_listeners", []) if item.get("external")}
+    names = external_names(cluster)
     found = {}
     for broker in cluster.brokers:
         for item in cluster.properties[broker].get("advertised.listeners", "").split(","):
@@ -400,7 +413,9 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
     # Each broker is advertised under its own NAT address, none of them a cluster address.
     assert len(set(external.values())) == len(cluster.brokers)
     first = external[cluster.brokers[0]]
-    admin = KafkaAdminClient(bootstrap_servers=first, client_id="verify-nat")
+    # The external listener's own protocol (the lab secures it, and may keep the internal one plain).
+    security = listener_security(cluster.properties[cluster.brokers[0]], next(iter(external_names(cluster))))
+    admin = KafkaAdminClient(**security, bootstrap_servers=first, client_id="verify-nat")
     topic = f"verify-nat-{uuid.uuid4().hex[:8]}"
     try:
         seen = {f"{b['host']}:{b['port']}" for b in admin.describe_cluster()["brokers"]}
@@ -419,9 +434,14 @@ def test_external_listener_behind_nat_serves_every_broker_from_one_published_add
         leaders = {p["leader_id"] for p in partitions}
         assert leaders == {cluster.node_id(b) for b in cluster.brokers}, "one partition led by each broker"
         # Produced through NAT, read back through the internal listener, and the other way round.
-        through_nat = e2e.round_trip(first, topic, 600, consumer_bootstrap=cluster.bootstrap)
+        internal = kafka_client.settings() or {"security_protocol": "PLAINTEXT"}
+        through_nat = e2e.round_trip(
+            first, topic, 600, consumer_bootstrap=cluster.bootstrap, security=security, consumer_security=internal
+        )
         assert through_nat.ok and through_nat.consumed == 600, through_nat.summary()
-        through_internal = e2e.round_trip(cluster.bootstrap, topic, 600, consumer_bootstrap=first)
+        through_internal = e2e.round_trip(
+            cluster.bootstrap, topic, 600, consumer_bootstrap=first, security=internal, consumer_security=security
+        )
         assert through_internal.ok and through_internal.consumed == 600, through_internal.summary()
     finally:
         admin.delete_topics([topic])

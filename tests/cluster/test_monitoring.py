@@ -30,7 +30,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient
 from prometheus_api import Prometheus, wait_until
 
-from kafkalab import dashboards, e2e, report
+from kafkalab import dashboards, e2e, kafka_client, report
 from kafkalab.ansible_driver import group_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,19 +97,21 @@ def committed_group(cluster: Cluster) -> Iterator[str]:
     """A consumer group with committed offsets, 10 records behind: what the lag panels show."""
     topic, group_id = f"monitoring-pages-{uuid.uuid4().hex[:8]}", f"pages-{uuid.uuid4().hex[:8]}"
     e2e.create_topic(cluster.bootstrap, topic, partitions=1, replication=min(3, len(cluster.brokers)))
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    producer = KafkaProducer(**kafka_client.settings(), bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):
         producer.send(topic, str(i).encode())
     producer.flush()
     producer.close()
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=cluster.bootstrap, group_id=group_id, auto_offset_reset="earliest",
-        enable_auto_commit=False, max_poll_records=10,
+        topic, **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, group_id=group_id,
+        auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=10,
     )  # fmt: skip
     wait_until(lambda: consumer.poll(timeout_ms=1000), 60, "the group to read its first records")
     consumer.commit()
     consumer.close()
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+    admin = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test"
+    )
     try:
         wait_until(lambda: admin.list_group_offsets({group_id: None}).get(group_id), 60, f"{group_id}'s commit")
         yield group_id
@@ -200,7 +202,9 @@ class _Cells(html.parser.HTMLParser):
 
 
 def test_overview_page_numbers_agree_with_the_admin_api(prometheus: Prometheus, cluster: Cluster) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+    admin = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test"
+    )
     try:
         topics = admin.describe_topics()
     finally:
@@ -322,7 +326,9 @@ def test_overview_page_draws_every_graph_in_a_headless_browser(prometheus: Prome
 
 def lag_served_for_every_group(prometheus: Prometheus, cluster: Cluster) -> bool:
     """Every group that a fresh reading finds lagging on a partition that has a leader has a lag series."""
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+    admin = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test"
+    )
     try:
         groups = report.collect_groups(admin, report.collect_topics(admin), 10_000)
     finally:
@@ -400,9 +406,13 @@ def test_a_stalled_consumer_group_fires_the_lag_alert(prometheus: Prometheus, cl
     scrape = prometheus.interval("prometheus_scrape_interval", "15s")
     e2e.create_topic(cluster.bootstrap, topic, partitions=1, replication=min(3, len(cluster.brokers)))
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=cluster.bootstrap, group_id=group_id, auto_offset_reset="earliest"
+        topic,
+        **kafka_client.settings(),
+        bootstrap_servers=cluster.bootstrap,
+        group_id=group_id,
+        auto_offset_reset="earliest",
     )
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    producer = KafkaProducer(**kafka_client.settings(), bootstrap_servers=cluster.bootstrap, acks="all")
     try:
         producer.send(topic, b"first").get(timeout=30)
         wait_until(lambda: consumer.poll(timeout_ms=1000), 60, "the group to read the first record")
@@ -422,7 +432,9 @@ def test_a_stalled_consumer_group_fires_the_lag_alert(prometheus: Prometheus, cl
         print(f"\nlag alert for {group_id} fired {fired:.1f}s after it stopped (window {window}s); lag {lag}")
     finally:
         producer.close()
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test")
+        admin = KafkaAdminClient(
+            **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-monitoring-test"
+        )
         try:
             admin.delete_groups([group_id])
         finally:

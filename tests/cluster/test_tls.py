@@ -1,16 +1,25 @@
-"""TLS on the KRaft controller listener (kafka_controller_listener.protocol SSL): mutual TLS between the
-controllers and every node that dials them, certificates from the project CA naming each node, keys that
-stay where they were made. Runs where the inventory asks for it (the lab, the default scenario)."""
+"""TLS on Kafka's listeners. The KRaft controller listener (kafka_controller_listener.protocol SSL): mutual TLS
+between the controllers and every node that dials them, certificates from the project CA naming each node, keys
+that stay where they were made. Client and inter-broker listeners with protocol SSL: each broker's certificate
+names its advertised address, and clients that trust another CA, dial another name or speak plaintext are
+refused. Runs where the inventory asks for it (the lab, the default scenario)."""
 
 from __future__ import annotations
 
 import os
+import socket
+import ssl
 import stat
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import kafka_nodes, read_properties
+from conftest import Cluster, ca_dir, kafka_nodes, listener_protocol, read_properties
 from inventory_hosts import inventory_path, kafka_address, kafka_properties_path, runner
+from kafka.admin import KafkaAdminClient
+from kafka.errors import NoBrokersAvailable
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
@@ -24,12 +33,6 @@ def _controller_protocol() -> str:
 pytestmark = pytest.mark.skipif(
     _controller_protocol() != "SSL", reason="the inventory's controller listener is not TLS"
 )
-
-
-def ca_dir() -> str:
-    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory (its folder when it is a file)."""
-    path = inventory_path().rstrip("/")
-    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
 
 
 @pytest.fixture
@@ -193,3 +196,83 @@ def test_kafka_clients_refuse_a_controller_they_cannot_verify(
         assert passed.rc == 0 and "CurrentVoters:" in passed.stdout, passed.stderr[-2000:]
     finally:
         host.run(f"rm -rf {work}")
+
+
+def _tls_client_endpoints(cluster: Cluster) -> list[tuple[str, str, str, int]]:
+    """(broker, listener, advertised host, port) of every advertised listener that runs TLS."""
+    found = []
+    for broker in cluster.brokers:
+        props = cluster.properties[broker]
+        for item in props.get("advertised.listeners", "").split(","):
+            name, _, rest = item.partition("://")
+            if rest and listener_protocol(props, name) == "SSL":
+                address, _, port = rest.rpartition(":")
+                found.append((broker, name, address, int(port)))
+    return found
+
+
+def _handshake(address: str, port: int, cafile: str, name: str | None = None) -> dict[str, Any]:
+    """A TLS handshake from the controller machine, as a Python client makes it: the peer's certificate, or the
+    ssl module's error (certificate not from this CA, or not naming `name`, the address by default)."""
+    context = ssl.create_default_context(cafile=cafile)
+    with (
+        socket.create_connection((address, port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=name or address) as tls,
+    ):
+        return tls.getpeercert()
+
+
+def test_every_tls_client_listener_serves_a_certificate_from_the_project_ca_naming_its_advertised_address(
+    cluster: Cluster,
+) -> None:
+    endpoints = _tls_client_endpoints(cluster)
+    if not endpoints:
+        pytest.skip("no client or inter-broker listener of this inventory runs TLS")
+    ca = os.path.join(ca_dir(), "ca.pem")
+    for broker, name, address, port in endpoints:
+        cert = _handshake(address, port, ca)
+        assert ("IP Address" if address[0].isdigit() else "DNS", address) in cert["subjectAltName"], (broker, name)
+        # Not inside the renewal window (kafka_tls_renew_days, 30 by default): a run would have signed it again.
+        assert ssl.cert_time_to_seconds(cert["notAfter"]) - time.time() > 30 * 86400, (broker, name, cert["notAfter"])
+
+
+def test_tls_client_listeners_refuse_a_client_that_trusts_another_ca_or_dials_a_name_not_in_the_certificate(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    endpoints = _tls_client_endpoints(cluster)
+    if not endpoints:
+        pytest.skip("no client or inter-broker listener of this inventory runs TLS")
+    other_ca = tmp_path / "other-ca.pem"
+    made = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", str(tmp_path / "other-ca.key"), "-out", str(other_ca), "-days", "1", "-subj", "/CN=another CA"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    ca = os.path.join(ca_dir(), "ca.pem")
+    for broker, name, address, port in endpoints:
+        with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer certificate"):
+            _handshake(address, port, str(other_ca))
+        # The certificate names the node's inventory name, address and advertised hosts; not this one.
+        with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
+            _handshake(address, port, ca, name="not-in-the-certificate.invalid")
+        assert _handshake(address, port, ca)["subjectAltName"], (broker, name)  # the control passes
+    # A real client is refused the same way: it never gets the cluster's metadata.
+    broker, name, address, port = endpoints[0]
+    with pytest.raises(NoBrokersAvailable):
+        KafkaAdminClient(
+            bootstrap_servers=f"{address}:{port}", security_protocol="SSL", ssl_cafile=str(other_ca),
+            request_timeout_ms=5000, api_version_auto_timeout_ms=5000, client_id="verify-tls-other-ca",
+        )  # fmt: skip
+
+
+def test_tls_client_listeners_refuse_a_plaintext_client(cluster: Cluster) -> None:
+    endpoints = _tls_client_endpoints(cluster)
+    if not endpoints:
+        pytest.skip("no client or inter-broker listener of this inventory runs TLS")
+    for _broker, _name, address, port in [e for e in endpoints if e[0] == cluster.brokers[0]]:
+        with pytest.raises(NoBrokersAvailable):
+            KafkaAdminClient(
+                bootstrap_servers=f"{address}:{port}", security_protocol="PLAINTEXT",
+                request_timeout_ms=5000, api_version_auto_timeout_ms=5000, client_id="verify-tls-plaintext",
+            )  # fmt: skip

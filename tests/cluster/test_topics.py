@@ -16,6 +16,8 @@ from conftest import Cluster
 from inventory_hosts import group, run_playbook, runner
 from kafka.admin import ConfigResource, KafkaAdminClient
 
+from kafkalab import kafka_client
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,7 +46,9 @@ def shape(admin: KafkaAdminClient, name: str) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def admin(cluster: Cluster) -> Any:
-    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-verify-topics")
+    client = KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-verify-topics"
+    )
     yield client
     client.close()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from kafkalab import kafka_client
 from kafkalab.e2e import DeliveryReport, Record, compare, encode
 
 from .conftest import SparkNode
@@ -71,7 +72,9 @@ def produce_paced(
 ) -> list[Record]:
     """Keep producing numbered events (acks=all, idempotent) in chunks of count // chunks, a little at a time:
     `chunks` of them, and then on until `until` is set, when given."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
+    producer = KafkaProducer(
+        **kafka_client.settings(), bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5
+    )
     acked: list[Record] = []
     try:
         per_chunk = count // chunks
@@ -92,7 +95,7 @@ def produce_paced(
 
 
 def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = KafkaConsumer(**kafka_client.settings(), bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
         parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
         return dict(consumer.end_offsets(parts))
@@ -102,7 +105,7 @@ def end_offsets(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
 
 def read_from(bootstrap: str, start: dict[TopicPartition, int], done: Any, timeout: float) -> list[Any]:
     """Every record after `start` until done(records) holds or the timeout passes."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = KafkaConsumer(**kafka_client.settings(), bootstrap_servers=bootstrap, enable_auto_commit=False)
     consumer.assign(list(start))
     for tp, offset in start.items():
         consumer.seek(tp, offset)

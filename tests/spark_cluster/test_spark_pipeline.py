@@ -20,6 +20,7 @@ import pytest
 from inventory_hosts import group, node
 from kafka import KafkaProducer
 
+from kafkalab import kafka_client
 from kafkalab.e2e import Record, produce_numbered
 
 from .conftest import CONFIG, REALTIME_SERVICE, SERVICE, SparkNode
@@ -171,7 +172,7 @@ def test_the_restarted_job_resumed_from_its_checkpoint(spark_node: SparkNode, ki
 def test_malformed_records_go_to_quarantine_with_their_reason(spark_node: SparkNode) -> None:
     tag = uuid.uuid4().hex[:8]
     bad = {f"bad-json-{tag}": b'{"run": "truncated", "seq": ', f"bad-utf8-{tag}": b"\xff\xfe not text"}
-    producer = KafkaProducer(bootstrap_servers=spark_node.bootstrap, acks="all")
+    producer = KafkaProducer(**kafka_client.settings(), bootstrap_servers=spark_node.bootstrap, acks="all")
     futures = {key: producer.send(spark_node.topic, key=key.encode(), value=value) for key, value in bad.items()}
     producer.flush(30)
     sent = [Record(f.get(30).partition, f.get(30).offset, key, 0) for key, f in futures.items()]
@@ -221,7 +222,7 @@ def test_the_realtime_path_forwards_every_acked_event_and_dead_letters_the_malfo
     _run_id, acked, failed = produce_numbered(spark_node.bootstrap, spark_node.topic, N_REALTIME)
     assert not failed
     tag = uuid.uuid4().hex[:8]
-    producer = KafkaProducer(bootstrap_servers=spark_node.bootstrap, acks="all")
+    producer = KafkaProducer(**kafka_client.settings(), bootstrap_servers=spark_node.bootstrap, acks="all")
     bad = [producer.send(spark_node.topic, key=f"rt-bad-{tag}-{i}".encode(), value=b'{"seq": ') for i in range(5)]
     producer.flush(30)
     bad_positions = {(f.get(30).partition, f.get(30).offset) for f in bad}

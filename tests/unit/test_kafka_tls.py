@@ -1,5 +1,5 @@
-"""TLS on the KRaft controller listener: the model's names, the properties each node and tool gets, and
-what the host preflight refuses (a lost or other CA, a running cluster switching its controller listener)."""
+"""TLS on Kafka's listeners: the model's names, the properties each node and tool gets, and what the host
+preflight refuses (a lost or other CA, a running cluster switching its controller or inter-broker listener)."""
 
 from __future__ import annotations
 
@@ -110,8 +110,76 @@ def test_a_running_cluster_does_not_switch_its_controller_listener(now: str, wan
     m = model(controller_listener={"name": "CONTROLLER", "port": 9093, "protocol": wanted})
     problems = kafka_tls_problems(m, {"k2": {"config": running(now), "ca": ""}}, "", "/inv/.pki")
     assert problems == [
-        f"k2: its controller listener CONTROLLER runs {now}, and kafka_controller_listener.protocol is {wanted}: "
+        f"k2: its listener CONTROLLER runs {now}, and kafka_controller_listener.protocol is {wanted}: "
         "switching a running cluster's controller listener between PLAINTEXT and SSL is not supported (a roll "
-        "would split the quorum: restarted and waiting nodes could not talk). Set protocol back to "
-        f"{now}, or rebuild the lab cluster with {wanted} from the start."
+        "would split the quorum: restarted and waiting nodes could not talk). Set the protocol back to "
+        f"{now}; or rebuild the lab cluster with {wanted} from the start."
     ]
+
+
+SECURED: dict[str, Any] = {
+    **SETTINGS,
+    "listeners": [
+        {"name": "INTERNAL", "port": 9092, "protocol": "SSL"},
+        {"name": "CLIENTS", "port": 9094, "protocol": "SSL", "client_auth": "requested"},
+        {"name": "PLAIN", "port": 9095, "protocol": "PLAINTEXT"},
+    ],
+    "tls_ca_dir": "/inv/.pki/",
+}
+
+
+def test_tls_client_and_inter_broker_listeners_get_their_own_prefixed_settings() -> None:
+    m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, SECURED)
+    assert m["problems"] == []
+    assert m["tls_listeners"] == {"INTERNAL": "none", "CLIENTS": "requested", "CONTROLLER": "required"}
+    props = {**kafka_server_properties(m, "k4", SECURED), **kafka_tls_server_properties(m, TLS_DIR)}
+    protocols = props["listener.security.protocol.map"].split(",")
+    assert {"INTERNAL:SSL", "CLIENTS:SSL", "PLAIN:PLAINTEXT", "CONTROLLER:SSL"} <= set(protocols)
+    for name, auth in (("internal", "none"), ("clients", "requested"), ("controller", "required")):
+        assert props[f"listener.name.{name}.ssl.keystore.location"] == "/etc/kafka/tls/node.pem"
+        assert props[f"listener.name.{name}.ssl.truststore.location"] == "/etc/kafka/tls/ca.pem"
+        assert props[f"listener.name.{name}.ssl.client.auth"] == auth
+    assert not [k for k in props if k.startswith("listener.name.plain.")]
+    # The node's tools dial bootstrap_servers (INTERNAL) with its certificate; the controller machine's clients
+    # read the settings file the role writes beside the project CA.
+    assert kafka_tls_client_properties(m, TLS_DIR, "INTERNAL")["security.protocol"] == "SSL"
+    assert kafka_tls_client_properties(m, TLS_DIR, "PLAIN") == {}
+    assert m["client_config"] == "/inv/.pki/client.properties"
+
+
+def test_a_plaintext_bootstrap_listener_needs_no_client_settings_even_with_tls_elsewhere() -> None:
+    """The lab: EXTERNAL and the controller listener TLS, INTERNAL (the bootstrap one) plain."""
+    plain = {"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}
+    lab = {**SECURED, "listeners": [plain, SECURED["listeners"][1]]}
+    m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, lab)
+    assert m["problems"] == [] and m["tls"] is True
+    assert m["client_config"] == ""
+    assert kafka_tls_client_properties(m, TLS_DIR, "INTERNAL") == {}
+
+
+def test_tls_listeners_are_refused_in_zookeeper_mode_for_now() -> None:
+    zk = {**SECURED, "mode": "zookeeper", "version": "3.9.2", "zookeeper_client_port": 2181}
+    hosts = {**HOSTS, "z1": {"ansible_host": "10.0.0.31", "zookeeper_id": 1}}
+    m = kafka_cluster_model(hosts, [], BROKERS, zk, ["z1"])
+    assert any("run SSL, but the cluster runs on ZooKeeper" in p and "INTERNAL, CLIENTS" in p for p in m["problems"])
+
+
+@pytest.mark.parametrize("now,wanted", [("PLAINTEXT", "SSL"), ("SSL", "PLAINTEXT")])
+def test_a_running_cluster_does_not_switch_its_inter_broker_listener(now: str, wanted: str) -> None:
+    listeners = [{"name": "INTERNAL", "port": 9092, "protocol": wanted}]
+    m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, {**SETTINGS, "listeners": listeners})
+    config = to_properties({"listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:{now}"})
+    problems = kafka_tls_problems(m, {"k4": {"config": config, "ca": ""}}, "", "/inv/.pki")
+    assert problems == [
+        f"k4: its listener INTERNAL runs {now}, and the protocol of kafka_inter_broker_listener_name's listener is "
+        f"{wanted}: switching a running cluster's inter-broker listener between PLAINTEXT and SSL is not supported "
+        "(a roll would split replication: restarted and waiting nodes could not talk). Set the protocol back to "
+        f"{now}; to secure a running cluster, add a new listener with protocol SSL, then move "
+        f"kafka_inter_broker_listener_name to it in a second run; or rebuild the lab cluster with {wanted} from the "
+        "start."
+    ]
+    # Another client listener may change protocol in a roll: its clients follow, the cluster stays whole.
+    other = [*listeners, {"name": "EXTRA", "port": 9094, "protocol": "SSL"}]
+    m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, {**SETTINGS, "listeners": other})
+    config = to_properties({"listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:{wanted},EXTRA:PLAINTEXT"})
+    assert kafka_tls_problems(m, {"k4": {"config": config, "ca": ""}}, "", "/inv/.pki") == []

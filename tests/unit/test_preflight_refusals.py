@@ -343,16 +343,18 @@ CASES = [
         id="listener-protocol-unknown",
     ),
     pytest.param(
-        lambda: kafka(s={"listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SSL"}]}),
+        lambda: kafka(
+            s={"listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT", "client_auth": "required"}]}
+        ),
         [
-            "listener INTERNAL: protocol SSL is not supported on kafka_listeners yet: the project's own clients (topics module, cluster report, bench, verification suite, Spark job) do not speak TLS yet, so nothing could manage the cluster. TLS is supported on the KRaft controller listener (kafka_controller_listener.protocol: SSL); use PLAINTEXT here for now.",
+            "listener INTERNAL: client_auth 'required' needs protocol SSL and one of required, requested, none (ssl.client.auth; default: required on the controller listener, mutual TLS; none on the others).",
         ],
-        id="listener-protocol-ssl-on-client-listener",
+        id="client-auth-on-plaintext-client-listener",
     ),
     pytest.param(
         lambda: kafka(s={"controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SASL_SSL"}}),
         [
-            "listener CONTROLLER: protocol SASL_SSL needs SASL settings (users, JAAS), which this project does not render yet (a broker would fail to start). Use PLAINTEXT, or SSL on the KRaft controller listener.",
+            "listener CONTROLLER: protocol SASL_SSL needs SASL settings (users, JAAS), which this project does not render yet (a broker would fail to start). Use PLAINTEXT or SSL.",
         ],
         id="controller-listener-sasl",
     ),
@@ -368,7 +370,7 @@ CASES = [
             }
         ),
         [
-            "listener CONTROLLER: client_auth 'required' needs protocol SSL and one of required, requested, none (ssl.client.auth; default required: mutual TLS).",
+            "listener CONTROLLER: client_auth 'required' needs protocol SSL and one of required, requested, none (ssl.client.auth; default: required on the controller listener, mutual TLS; none on the others).",
         ],
         id="controller-listener-client-auth-without-tls",
     ),
@@ -377,7 +379,7 @@ CASES = [
             s={"controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL", "client_auth": "yes"}}
         ),
         [
-            "listener CONTROLLER: client_auth 'yes' needs protocol SSL and one of required, requested, none (ssl.client.auth; default required: mutual TLS).",
+            "listener CONTROLLER: client_auth 'yes' needs protocol SSL and one of required, requested, none (ssl.client.auth; default: required on the controller listener, mutual TLS; none on the others).",
         ],
         id="controller-listener-client-auth-unknown",
     ),
@@ -393,14 +395,14 @@ CASES = [
     pytest.param(
         lambda: zk_mode(s={"controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"}}),
         [
-            "kafka_controller_listener.protocol is SSL, but the cluster runs on ZooKeeper or migrates off it (kafka_mode zookeeper, kafka_migration_phase ''): TLS on the controller listener is supported in KRaft mode only. Keep PLAINTEXT until the migration is finalized, then set SSL.",
+            "listener(s) CONTROLLER (kafka_listeners / kafka_controller_listener) run SSL, but the cluster runs on ZooKeeper or migrates off it (kafka_mode zookeeper, kafka_migration_phase ''): TLS is supported in KRaft mode only for now. Keep PLAINTEXT (kafka_listeners, kafka_controller_listener) until the migration is finalized, then set SSL.",
         ],
         id="controller-listener-tls-in-zookeeper-mode",
     ),
     pytest.param(
         lambda: kafka(s={"listeners": [{"name": "INTERNAL", "port": 9092, "adress": "x"}]}),
         [
-            "listener INTERNAL: unknown key(s) adress (known: advertised_host, advertised_port, bind_host, client_networks, external, name, port, protocol).",
+            "listener INTERNAL: unknown key(s) adress (known: advertised_host, advertised_port, bind_host, client_auth, client_networks, external, name, port, protocol).",
         ],
         id="listener-unknown-key",
     ),

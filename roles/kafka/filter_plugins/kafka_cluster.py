@@ -51,6 +51,7 @@ LISTENER_KEYS = {
     "advertised_port",
     "external",
     "client_networks",
+    "client_auth",
 }
 # What kafka_controller_listener may say: `client_auth` (TLS only) is ssl.client.auth on the listener.
 CONTROLLER_LISTENER_KEYS = {"name", "port", "protocol", "bind_host", "client_auth"}
@@ -137,6 +138,8 @@ def _host_listeners(
                 "external": bool(item.get("external")),
                 # Who may reach it (the firewall role's input): None means the `clients` networks.
                 "client_networks": item.get("client_networks"),
+                # TLS only: ssl.client.auth on this listener (clients: none unless the inventory asks).
+                "client_auth": str(item.get("client_auth") or "none"),
             }
         )
     return result
@@ -156,21 +159,14 @@ def _check_listener_definitions(
         if protocol.startswith("SASL_"):
             problems.append(
                 f"listener {item.get('name')}: protocol {protocol} needs SASL settings (users, JAAS), which this "
-                "project does not render yet (a broker would fail to start). Use PLAINTEXT, or SSL on the KRaft "
-                "controller listener."
-            )
-        elif protocol == "SSL" and not is_controller:
-            problems.append(
-                f"listener {item.get('name')}: protocol SSL is not supported on kafka_listeners yet: the project's "
-                "own clients (topics module, cluster report, bench, verification suite, Spark job) do not speak TLS "
-                "yet, so nothing could manage the cluster. TLS is supported on the KRaft controller listener "
-                "(kafka_controller_listener.protocol: SSL); use PLAINTEXT here for now."
+                "project does not render yet (a broker would fail to start). Use PLAINTEXT or SSL."
             )
         client_auth = item.get("client_auth")
         if client_auth is not None and (protocol != "SSL" or str(client_auth) not in TLS_CLIENT_AUTH):
             problems.append(
                 f"listener {item.get('name')}: client_auth '{client_auth}' needs protocol SSL and one of "
-                f"{', '.join(TLS_CLIENT_AUTH)} (ssl.client.auth; default required: mutual TLS)."
+                f"{', '.join(TLS_CLIENT_AUTH)} (ssl.client.auth; default: required on the controller listener, mutual "
+                "TLS; none on the others)."
             )
         name = str(item.get("name"))
         if not LISTENER_NAME.match(name):
@@ -549,12 +545,19 @@ def kafka_cluster_model(
 
     zookeeper_connect = ""
     phase = str(settings.get("migration_phase") or "")
-    tls = str(controller_listener.get("protocol", "PLAINTEXT")) == "SSL"
+    tls_listeners = [
+        str(item.get("name"))
+        for item in [*listeners, controller_listener]
+        if str(item.get("protocol", "PLAINTEXT")) == "SSL"
+    ]
+    tls = bool(tls_listeners)
     if tls and (zookeeper_mode or phase):
         problems.append(
-            "kafka_controller_listener.protocol is SSL, but the cluster runs on ZooKeeper or migrates off it "
-            f"(kafka_mode {mode}, kafka_migration_phase '{phase}'): TLS on the controller listener is supported in "
-            "KRaft mode only. Keep PLAINTEXT until the migration is finalized, then set SSL."
+            f"listener(s) {', '.join(tls_listeners)} (kafka_listeners / kafka_controller_listener) run SSL, but the "
+            "cluster runs on ZooKeeper or migrates off it "
+            f"(kafka_mode {mode}, kafka_migration_phase '{phase}'): TLS is supported in KRaft mode only for now. "
+            "Keep PLAINTEXT (kafka_listeners, kafka_controller_listener) until the migration is finalized, then set "
+            "SSL."
         )
     standby: list[str] = []
     if zookeeper_mode:
@@ -744,8 +747,24 @@ def kafka_cluster_model(
         # Who talks to ZooKeeper: the brokers, and during a migration the controllers too.
         "zookeeper_clients": (brokers + controllers) if phase else (brokers if zookeeper_mode else []),
         "inter_broker_protocol": inter_broker_protocol,
-        # TLS on the KRaft controller listener: every node has a key and a certificate (tasks/tls.yml).
+        # The settings file (Kafka client properties) the controller machine's clients of bootstrap_servers read:
+        # the project CA to trust, written by tasks/tls.yml; '' when that listener is PLAINTEXT (nothing to read).
+        "client_config": (
+            f"{str(settings.get('tls_ca_dir') or '').rstrip('/')}/client.properties"
+            if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
+            else ""
+        ),
+        # TLS on any listener (the controller's, a client or the inter-broker one): every node has a key and a
+        # certificate from the project CA (tasks/tls.yml).
         "tls": tls and not zookeeper_mode and not phase,
+        # The listeners (by name) that run TLS, with their ssl.client.auth.
+        "tls_listeners": {
+            str(item.get("name")): str(
+                item.get("client_auth") or ("required" if item is controller_listener else "none")
+            )
+            for item in [*listeners, *([controller_listener] if not zookeeper_mode else [])]
+            if str(item.get("protocol", "PLAINTEXT")) == "SSL"
+        },
         "version": str(settings.get("version") or ""),
         "nodes": nodes,
         "inter_broker_listener_name": inter_broker_name,
@@ -756,7 +775,10 @@ def kafka_cluster_model(
                 "name": str(controller_listener.get("name")),
                 "port": controller_port,
                 "protocol": str(controller_listener.get("protocol", "PLAINTEXT")),
-                "client_auth": str(controller_listener.get("client_auth") or ("required" if tls else "none")),
+                "client_auth": str(
+                    controller_listener.get("client_auth")
+                    or ("required" if str(controller_listener.get("protocol")) == "SSL" else "none")
+                ),
             }
         ),
         "quorum_voters": voters,

@@ -1,12 +1,12 @@
-"""TLS on the KRaft controller listener: what each node's properties say, and what a run must refuse.
+"""TLS on Kafka's listeners: what each node's properties say, and what a run must refuse.
 
-The model (kafka_cluster.py) says whether the controller listener runs TLS (`tls`) and which names each
+The model (kafka_cluster.py) says which listeners run TLS (`tls_listeners`, `tls` if any) and which names each
 node's certificate carries (`tls_names`); tasks/tls.yml makes the keys and certificates. These filters
 turn that into properties (the server's, listener-prefixed, and the admin tools') and into the host
 preflight's refusals: a cluster whose nodes trust another CA than the project's (the CA was lost or
 moved: a new one would make the nodes distrust each other in the middle of a roll), and a running cluster
-whose controller listener would switch between PLAINTEXT and SSL (a roll would split the quorum: the
-restarted nodes and the others could not talk).
+whose controller or inter-broker listener would switch between PLAINTEXT and SSL (a roll would split the
+quorum or the replication: the restarted nodes and the others could not talk).
 
 Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
 """
@@ -33,25 +33,28 @@ def _ssl_files(tls_dir: str) -> dict[str, str]:
 
 
 def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str) -> dict[str, str]:
-    """The controller listener's TLS settings for server.properties (every node: brokers are its clients).
+    """Every TLS listener's settings for server.properties (every node: brokers dial the controllers and each other).
 
-    Prefixed with the listener's name, so they apply to that listener only, on both ends: the controllers
-    serve it, and the brokers' (and controllers') connections to the quorum use the same prefix.
+    Prefixed with the listener's name, so they apply to that listener only, on both ends: a node serves it
+    with them, and its own connections over it (to the quorum, to other brokers) use the same prefix, so the
+    node's certificate is what it presents where the other end asks for one (ssl.client.auth).
     """
-    if not model.get("tls"):
-        return {}
-    listener = model["controller_listener"]
-    prefix = f"listener.name.{str(listener['name']).lower()}."
-    props = {prefix + key: value for key, value in _ssl_files(tls_dir).items()}
-    props[prefix + "ssl.client.auth"] = str(listener["client_auth"])
+    props: dict[str, str] = {}
+    for name, client_auth in sorted(dict(model.get("tls_listeners") or {}).items()):
+        prefix = f"listener.name.{name.lower()}."
+        props.update({prefix + key: value for key, value in _ssl_files(tls_dir).items()})
+        props[prefix + "ssl.client.auth"] = str(client_auth)
     return props
 
 
-def kafka_tls_client_properties(model: Mapping[str, Any], tls_dir: str) -> dict[str, str]:
-    """The admin tools' --command-config for --bootstrap-controller: the node's own key and certificate."""
-    if not model.get("tls"):
+def kafka_tls_client_properties(model: Mapping[str, Any], tls_dir: str, listener: str | None = None) -> dict[str, str]:
+    """The admin tools' --command-config on a node, for one listener (default: the controller listener, for
+    --bootstrap-controller; the inter-broker one for --bootstrap-server): the node's own key and certificate.
+    A PLAINTEXT listener needs nothing, so it gives {}."""
+    name = listener or str((model.get("controller_listener") or {}).get("name") or "")
+    if not model.get("tls") or name not in dict(model.get("tls_listeners") or {}):
         return {}
-    # The client verifies the controller's certificate names the address it dialled (the default https
+    # The client verifies the server's certificate names the address it dialled (the default https
     # endpoint identification), so a certificate for another host is refused.
     return {"security.protocol": "SSL", **_ssl_files(tls_dir)}
 
@@ -73,24 +76,39 @@ def kafka_tls_problems(
     """
     problems = []
     listener = model.get("controller_listener") or {}
-    name = str(listener.get("name") or "")
-    wanted = str(listener.get("protocol") or "PLAINTEXT")
+    tls_listeners = dict(model.get("tls_listeners") or {})
+    # A running cluster cannot switch these between PLAINTEXT and SSL in a roll: the restarted node and the
+    # others could not talk (the quorum, or replication, would split).
+    controller_name = str(listener.get("name") or "")
+    inter_broker_name = str(model.get("inter_broker_listener_name") or "")
+    watched = {
+        controller_name: ("kafka_controller_listener.protocol", "the quorum", ""),
+        inter_broker_name: (
+            "the protocol of kafka_inter_broker_listener_name's listener",
+            "replication",
+            "; to secure a running cluster, add a new listener with protocol SSL, then move "
+            "kafka_inter_broker_listener_name to it in a second run",
+        ),
+    }
     for host, disk in sorted(disks.items()):
         config = str(disk.get("config") or "")
-        if name and config:
+        if config:
             protocols = dict(
                 item.split(":", 1)
                 for item in parse_properties(config).get("listener.security.protocol.map", "").split(",")
                 if ":" in item
             )
-            now = protocols.get(name)
-            if now is not None and now != wanted:
-                problems.append(
-                    f"{host}: its controller listener {name} runs {now}, and kafka_controller_listener.protocol is "
-                    f"{wanted}: switching a running cluster's controller listener between PLAINTEXT and SSL is not "
-                    "supported (a roll would split the quorum: restarted and waiting nodes could not talk). Set "
-                    f"protocol back to {now}, or rebuild the lab cluster with {wanted} from the start."
-                )
+            for name, (variable, split, other_way) in watched.items():
+                now = protocols.get(name)
+                wanted = "SSL" if name in tls_listeners else "PLAINTEXT"
+                if name and now is not None and now != wanted:
+                    problems.append(
+                        f"{host}: its listener {name} runs {now}, and {variable} is {wanted}: switching a running "
+                        f"cluster's {'controller' if name == controller_name else 'inter-broker'} listener between "
+                        f"PLAINTEXT and SSL is not supported (a roll would split {split}: restarted and waiting nodes "
+                        f"could not talk). Set the protocol back to {now}{other_way}; or rebuild the lab cluster with "
+                        f"{wanted} from the start."
+                    )
         trusted = str(disk.get("ca") or "")
         if model.get("tls") and trusted.strip() and trusted.strip() != project_ca.strip():
             where = (

@@ -36,6 +36,11 @@ options:
       the config names are left to the broker.
     type: list
     elements: str
+  client_config:
+    description: Kafka client properties for the brokers (security.protocol SSL, the CA as a PEM trust store), as
+      the kafka role writes them on the controller (kafka_cluster.client_config); empty, PLAINTEXT.
+    type: path
+    default: ""
   timeout:
     description: Seconds to wait for the cluster on each request.
     type: int
@@ -149,6 +154,7 @@ def main() -> None:
             "broker_count": {"type": "int"},
             "known_configs": {"type": "list", "elements": "str"},
             "timeout": {"type": "int", "default": 60},
+            "client_config": {"type": "path", "default": ""},
         },
         required_if=[("static_check_only", False, ["bootstrap_servers"])],
         supports_check_mode=True,
@@ -164,7 +170,19 @@ def main() -> None:
         module.fail_json(msg="kafka-python is required on the host running this module (the controller).")
 
     timeout_ms = module.params["timeout"] * 1000
+    try:
+        # The project's one client-settings reader (TLS, the CA): this module runs on the controller, in its venv.
+        from kafkalab import kafka_client
+
+        security = kafka_client.settings(module.params["client_config"])
+    except ImportError:
+        if module.params["client_config"]:
+            module.fail_json(msg="client_config needs the kafkalab package (the project's venv) on the controller.")
+        security = {}
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     admin = KafkaAdminClient(
+        **security,
         bootstrap_servers=module.params["bootstrap_servers"],
         client_id="ansible-kafka-topics",
         request_timeout_ms=timeout_ms,

@@ -14,7 +14,7 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from kafka.admin import KafkaAdminClient
 
-from kafkalab import report
+from kafkalab import kafka_client, report
 from kafkalab.bench.measure import MeasurementError
 from kafkalab.bench.parsing import (
     ProcessCpu,
@@ -116,7 +116,9 @@ def process_cpu(ansible: Ansible, hosts: list[str], service: str = KAFKA_SERVICE
 
 
 def admin_client(bootstrap: str) -> Any:
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-bench", request_timeout_ms=60_000)
+    return KafkaAdminClient(
+        **kafka_client.settings(), bootstrap_servers=bootstrap, client_id="kafkalab-bench", request_timeout_ms=60_000
+    )
 
 
 def delete_bench_topics(bootstrap: str, only: Iterable[str] | None = None) -> list[str]:

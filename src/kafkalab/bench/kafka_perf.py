@@ -15,6 +15,7 @@ from typing import Any
 
 from kafka import KafkaProducer
 
+from kafkalab import kafka_client
 from kafkalab.bench.cluster import Cluster, delete_bench_groups, delete_bench_topics, process_cpu
 from kafkalab.bench.measure import MeasurementError, measured
 from kafkalab.bench.parsing import cpu_used, parse_consumer_perf, parse_producer_perf
@@ -44,6 +45,7 @@ def _payload(size: int) -> bytes:
 def kafka_python_produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> dict[str, Any]:
     """What kafka-producer-perf-test measures, with kafka-python: send to acknowledgement, per record."""
     producer = KafkaProducer(
+        **kafka_client.settings(),
         bootstrap_servers=bootstrap,
         acks=1 if acks == "1" else "all",
         enable_idempotence=acks == "all",  # as the Java client's default does with acks=all

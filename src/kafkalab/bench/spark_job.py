@@ -21,6 +21,7 @@ from typing import Any
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from kafka import KafkaConsumer, KafkaProducer
 
+from kafkalab import kafka_client
 from kafkalab.bench.cluster import Cluster, delete_bench_topics
 from kafkalab.bench.measure import MeasurementError, say
 from kafkalab.bench.parsing import execstart_argv, parse_systemctl_show, with_config, without_option
@@ -111,6 +112,7 @@ def produce_at_rate(bootstrap: str, topic: str, rate: float, seconds: float) -> 
     """Numbered JSON events (kafkalab.e2e's format) at a steady rate; (partition, offset, sent_at) of each ack."""
     run_id = uuid.uuid4().hex
     producer = KafkaProducer(
+        **kafka_client.settings(),
         bootstrap_servers=bootstrap,
         acks="all",
         enable_idempotence=True,
@@ -143,9 +145,12 @@ def wait_forwarding(bootstrap: str, source_topic: str, output_topic: str, timeou
     """Seconds until the low-latency path forwards a probe record: one is produced every few seconds until
     one of them reaches the output topic (a probe produced before the path resolved its start is never read)."""
     started = time.monotonic()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="kafkalab-bench")
+    producer = KafkaProducer(
+        **kafka_client.settings(), bootstrap_servers=bootstrap, acks="all", client_id="kafkalab-bench"
+    )
     consumer = KafkaConsumer(
         output_topic,
+        **kafka_client.settings(),
         bootstrap_servers=bootstrap,
         auto_offset_reset="latest",
         enable_auto_commit=False,
@@ -169,6 +174,7 @@ def read_forwarded(bootstrap: str, topic: str, wanted: int, timeout_s: float) ->
     topic, read from the beginning until `wanted` distinct positions arrived or the timeout passed."""
     consumer = KafkaConsumer(
         topic,
+        **kafka_client.settings(),
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
@@ -213,7 +219,7 @@ def spark_section(
     if "realtime" in config:
         units[SPARK_REALTIME_SERVICE] = unit_of(SPARK_REALTIME_SERVICE)
     job_topic = config["kafka"]["topics"][0]
-    probe = KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id="kafkalab-bench")
+    probe = KafkaConsumer(**kafka_client.settings(), bootstrap_servers=cluster.bootstrap, client_id="kafkalab-bench")
     try:
         partitions = len(probe.partitions_for_topic(job_topic) or []) or PARTITIONS
     finally:

@@ -30,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from kafkalab import kafka_client
 from kafkalab.load import control, runner
 from kafkalab.load.files import LoadError, StateDir
 
@@ -73,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="(internal) the background process that start spawns")
     for cmd in sub.choices.values():
         cmd.add_argument("--state", required=True, type=Path, help="the run's state directory")
+    start.add_argument(
+        "--client-config",
+        help="Kafka client properties (TLS, CA) for the brokers; default $KAFKALAB_CLIENT_CONFIG; kept for the run",
+    )
     return parser
 
 
@@ -80,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "start":
+            kafka_client.use(args.client_config)
             opts = control.StartOptions(
                 args.bootstrap,
                 args.topic,
@@ -99,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "status":
             return control.status(args.state)
         return runner.run(StateDir(args.state).require())
-    except LoadError as exc:
+    except (LoadError, kafka_client.ClientConfigError) as exc:
         print(f"load {args.cmd}: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

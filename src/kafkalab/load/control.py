@@ -21,6 +21,7 @@ from typing import Any
 from kafka.admin import ConfigResource, KafkaAdminClient
 from kafka.errors import KafkaError
 
+from kafkalab import kafka_client
 from kafkalab.e2e import compare, read_run
 from kafkalab.load import accounting as acc
 from kafkalab.load.files import (
@@ -50,7 +51,12 @@ def cluster(bootstrap: str, doing: str) -> Iterator[None]:
 
 
 def _admin(bootstrap: str) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkalab-load-admin", request_timeout_ms=30_000)
+    return KafkaAdminClient(
+        **kafka_client.settings(),
+        bootstrap_servers=bootstrap,
+        client_id="kafkalab-load-admin",
+        request_timeout_ms=30_000,
+    )
 
 
 # -- start ------------------------------------------------------------------------------------------
@@ -122,6 +128,8 @@ def start(opts: StartOptions) -> int:
     run_id = uuid.uuid4().hex
     config = {
         "bootstrap": opts.bootstrap,
+        # The client settings (kafka_client; --client-config / KAFKALAB_CLIENT_CONFIG) every later step reuses.
+        "client_config": os.environ.get(kafka_client.ENV, ""),
         "topic": opts.topic,
         "group": opts.group or f"kafkalab-load-{run_id[:12]}",
         "run_id": run_id,
@@ -265,6 +273,7 @@ def account(
     the reader goes to, and every commit read is one the cluster must still hold.
     """
     config = read_json(state.config)
+    kafka_client.use(config.get("client_config"))
     at = time.time()
     commits = read_jsonl(state.commits).rows
     acked, times = acc.acked_from_rows(read_jsonl(state.acked).rows)

@@ -28,6 +28,7 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from kafkalab import kafka_client
 from kafkalab.e2e import decode, encode
 from kafkalab.load.files import JsonlWriter, StateDir, read_json, write_json
 
@@ -55,6 +56,7 @@ class StreamProducer:
         self._in_flight: dict[int, str] = {}
         self.sent = 0
         self._producer = KafkaProducer(
+            **kafka_client.settings(),
             bootstrap_servers=config["bootstrap"],
             acks="all",
             enable_idempotence=True,
@@ -181,6 +183,7 @@ class GroupMember:
                 return None
             try:
                 consumer = KafkaConsumer(
+                    **kafka_client.settings(),
                     bootstrap_servers=self._config["bootstrap"],
                     group_id=self._config["group"],
                     enable_auto_commit=False,
@@ -290,6 +293,7 @@ def run(state: StateDir) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     config = read_json(state.config)
+    kafka_client.use(config.get("client_config"))
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
