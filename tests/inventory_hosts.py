@@ -35,6 +35,12 @@ def inventory_path() -> str:
 
 
 @cache
+def ca_dir() -> str:
+    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory (its folder when it is a file)."""
+    path = inventory_path().rstrip("/")
+    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
+
+
 def runner() -> AnsibleRunner:
     """testinfra's view of the inventory, for the suites that read host variables (get_variables)."""
     return AnsibleRunner(inventory_path())

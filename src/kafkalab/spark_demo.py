@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from kafkalab import kafka_client
 from kafkalab.e2e import produce_numbered
 
 
@@ -21,7 +22,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--count", type=int, default=5)
+    parser.add_argument(
+        "--client-config", help="Kafka client properties (TLS, CA) for the brokers; default $KAFKALAB_CLIENT_CONFIG"
+    )
     args = parser.parse_args(argv)
+    try:
+        kafka_client.use(args.client_config)
+    except kafka_client.ClientConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     run_id, acked, failed = produce_numbered(args.bootstrap, args.topic, args.count, client_id="kafkalab-spark-demo")
     if failed:
         print(f"error: {len(failed)} of {args.count} demo events were not acknowledged", file=sys.stderr)

@@ -39,9 +39,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
 from inventory_hosts import (  # noqa: E402
     CHANGES_CLUSTER,
+    ca_dir,
     deselect,
     group,
-    inventory_path,
     kafka_properties_path,
     node,
     runner,
@@ -204,12 +204,6 @@ class Cluster:
 
     def node_id(self, name: str) -> int:
         return int(self.properties[name][ID_PROPERTY[self.mode]])
-
-
-def ca_dir() -> str:
-    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory (its folder when it is a file)."""
-    path = inventory_path().rstrip("/")
-    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
 
 
 def listener_protocol(props: dict[str, str], name: str) -> str:

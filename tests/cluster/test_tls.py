@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cluster, ca_dir, kafka_nodes, listener_protocol, read_properties
-from inventory_hosts import inventory_path, kafka_address, kafka_properties_path, runner
+from conftest import Cluster, kafka_nodes, listener_protocol, read_properties
+from inventory_hosts import ca_dir, inventory_path, kafka_address, kafka_properties_path, runner
 from kafka.admin import KafkaAdminClient
 from kafka.errors import NoBrokersAvailable
 

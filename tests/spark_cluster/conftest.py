@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from inventory_hosts import CHANGES_CLUSTER, deselect, group, node, skip_unless_disposable
+from inventory_hosts import CHANGES_CLUSTER, ca_dir, deselect, group, node, skip_unless_disposable
+
+from kafkalab import kafka_client
 
 CONFIG = "/etc/spark-consumer/job.toml"
 SUBMIT_CONFS = "/etc/spark-consumer"
@@ -67,7 +69,16 @@ class SparkNode:
 def spark_node() -> SparkNode:
     name = group("spark_master")[0]
     host = node(name)
-    return SparkNode(name, host, tomllib.loads(host.file(CONFIG).content_string))
+    config = tomllib.loads(host.file(CONFIG).content_string)
+    # The suite's own clients reach the job's brokers as the job does: TLS when its settings say so, trusting
+    # the project CA through the settings the kafka role wrote beside it on this machine.
+    if config["kafka"].get("options", {}).get("security.protocol") == "SSL":
+        client_config = os.path.join(ca_dir(), "client.properties")
+        assert os.path.exists(client_config), f"the job reads Kafka over TLS, but {client_config} is missing"
+        kafka_client.use(client_config)
+    else:
+        os.environ.pop(kafka_client.ENV, None)
+    return SparkNode(name, host, config)
 
 
 def pytest_configure(config: pytest.Config) -> None:

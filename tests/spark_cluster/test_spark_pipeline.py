@@ -11,13 +11,14 @@ each run's events carry their own run id, so earlier runs (or `make lab` demos) 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inventory_hosts import group, node
+from inventory_hosts import ca_dir, group, node, runner
 from kafka import KafkaProducer
 
 from kafkalab import kafka_client
@@ -50,6 +51,24 @@ def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
     app = spark_node.config["app_name"]
     expected = [app, f"{app}-realtime"] if "realtime" in spark_node.config else [app]
     assert sorted(a["name"] for a in state["activeapps"]) == expected
+
+
+def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark_node: SparkNode) -> None:
+    """The job's Kafka options follow the brokers' listener: TLS trusting the project CA, whose certificate goes
+    in the options themselves (ssl.truststore.certificates), so executors on every worker have it. The other
+    tests of this file then prove records flow through it."""
+    broker = group("kafka_broker")[0]
+    listeners = runner().get_variables(broker).get("kafka_listeners") or []
+    name = runner().get_variables(broker).get("kafka_inter_broker_listener_name", "INTERNAL")
+    protocol = next((str(item.get("protocol", "PLAINTEXT")) for item in listeners if item.get("name") == name), "")
+    options = spark_node.config["kafka"].get("options", {})
+    if protocol != "SSL":
+        assert options.get("security.protocol", "PLAINTEXT") == "PLAINTEXT", options
+        pytest.skip(f"the brokers' bootstrap listener {name} runs {protocol or 'PLAINTEXT'}")
+    assert options["security.protocol"] == "SSL"
+    assert options["ssl.truststore.type"] == "PEM"
+    with open(os.path.join(ca_dir(), "ca.pem")) as handle:
+        assert options["ssl.truststore.certificates"].strip() == handle.read().strip()
 
 
 def test_every_spark_host_runs_a_worker() -> None:
