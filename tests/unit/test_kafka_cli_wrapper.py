@@ -1,0 +1,123 @@
+"""The kafka-* wrapper on every node (roles/kafka/templates/kafka-cli.sh.j2) and the client settings it adds.
+
+Rendered with Jinja as the template module renders it (trim_blocks), run with /bin/sh against a fake release
+whose bin/<tool>.sh prints the arguments it got: a tool given --bootstrap-server on a TLS cluster gets the node's
+client.properties, one given --bootstrap-controller the controller listener's, and a caller's own settings win.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import jinja2
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ["kafka-topics", "kafka-configs", "kafka-metadata-quorum", "kafka-console-producer", "kafka-cluster",
+         "kafka-leader-election", "kafka-storage"]  # fmt: skip
+
+
+def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True) -> Path:
+    env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["comment"] = lambda text: f"# {text}"
+    env.filters["split"] = lambda text, sep: str(text).split(sep)  # Ansible's split filter
+    template = env.from_string((ROOT / "roles/kafka/templates/kafka-cli.sh.j2").read_text())
+    conf, release = tmp / "etc", tmp / "release"
+    (release / "bin").mkdir(parents=True)
+    conf.mkdir()
+    for tool in TOOLS:
+        fake = release / "bin" / f"{tool}.sh"
+        fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+        fake.chmod(0o755)
+    if tls:
+        (conf / "client.properties").write_text("security.protocol=SSL\n")
+        (conf / "controller-client.properties").write_text("security.protocol=SSL\n")
+    script = tmp / "kafka-cli"
+    script.write_text(
+        template.render(
+            ansible_managed="managed",
+            __kafka_cli_tools=TOOLS,
+            __kafka_log={"option": "-Dlog4j2.configurationFile=", "tools_config": "tools-log4j2.properties"},
+            __kafka_conf_dir=str(conf),
+            __kafka_log_path=str(tmp / "log"),
+            kafka_java_home="",
+            kafka_cli_bin_dir=str(tmp),
+            __kafka_current_dir=str(release),
+            kafka_version=version,
+        )
+    )
+    script.chmod(0o755)
+    for tool in TOOLS:
+        os.symlink(script, tmp / tool)
+    return tmp
+
+
+def run(tmp: Path, tool: str, *args: str) -> list[str]:
+    done = subprocess.run([str(tmp / tool), *args], capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
+def test_a_tool_given_bootstrap_server_gets_the_nodes_client_settings_even_with_a_topic_config(tmp_path: Path) -> None:
+    tmp = wrapper(tmp_path)
+    client = str(tmp / "etc" / "client.properties")
+    args = ["--bootstrap-server", "10.0.0.1:9092", "--create", "--topic", "t", "--config", "min.insync.replicas=2"]
+    assert run(tmp, "kafka-topics", *args) == ["--command-config", client, *args]
+    add = ["--bootstrap-server", "b:9092", "--alter", "--entity-type", "brokers", "--add-config", "x=1"]
+    assert run(tmp, "kafka-configs", *add) == ["--command-config", client, *add]
+    assert run(tmp, "kafka-console-producer", "--bootstrap-server", "b:9092", "--topic", "t")[:2] == [
+        "--command-config",
+        client,
+    ]
+
+
+def test_the_quorum_tools_get_the_controller_listeners_settings(tmp_path: Path) -> None:
+    tmp = wrapper(tmp_path)
+    assert run(tmp, "kafka-metadata-quorum", "--bootstrap-controller", "c:9093", "describe", "--status") == [
+        "--command-config",
+        str(tmp / "etc" / "controller-client.properties"),
+        "--bootstrap-controller",
+        "c:9093",
+        "describe",
+        "--status",
+    ]
+
+
+def test_kafka_cluster_gets_them_after_its_sub_command(tmp_path: Path) -> None:
+    tmp = wrapper(tmp_path)
+    assert run(tmp, "kafka-cluster", "cluster-id", "--bootstrap-server", "b:9092") == [
+        "cluster-id",
+        "--bootstrap-server",
+        "b:9092",
+        "--command-config",
+        str(tmp / "etc" / "client.properties"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("kafka-topics", ["--bootstrap-server", "b:9092", "--list", "--command-config", "/mine.properties"]),
+        ("kafka-cluster", ["cluster-id", "--bootstrap-server", "b:9092", "--config", "/mine.properties"]),
+        ("kafka-console-producer", ["--bootstrap-server", "b:9092", "--producer.config", "/mine.properties"]),
+        ("kafka-storage", ["format", "--config", "/etc/kafka/server.properties", "--cluster-id", "x"]),
+    ],
+)
+def test_the_callers_own_settings_win_and_other_tools_pass_unchanged(
+    tmp_path: Path, tool: str, args: list[str]
+) -> None:
+    assert run(wrapper(tmp_path), tool, *args) == args
+
+
+def test_a_plaintext_cluster_has_no_client_settings_to_add(tmp_path: Path) -> None:
+    args = ["--bootstrap-server", "b:9092", "--list"]
+    assert run(wrapper(tmp_path, tls=False), "kafka-topics", *args) == args
+
+
+def test_kafka_3_console_tools_and_leader_election_take_them_under_their_old_names(tmp_path: Path) -> None:
+    tmp = wrapper(tmp_path, version="3.9.2")
+    client = str(tmp / "etc" / "client.properties")
+    assert run(tmp, "kafka-console-producer", "--bootstrap-server", "b:9092")[:2] == ["--producer.config", client]
+    assert run(tmp, "kafka-leader-election", "--bootstrap-server", "b:9092")[:2] == ["--admin.config", client]
+    assert run(tmp, "kafka-topics", "--bootstrap-server", "b:9092")[:2] == ["--command-config", client]
