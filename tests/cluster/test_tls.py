@@ -199,13 +199,17 @@ def test_kafka_clients_refuse_a_controller_they_cannot_verify(
 
 
 def _tls_client_endpoints(cluster: Cluster) -> list[tuple[str, str, str, int]]:
-    """(broker, listener, advertised host, port) of every advertised listener that runs TLS."""
+    """(broker, listener, advertised host, port) of every advertised client listener that runs TLS.
+
+    Not the controller listener: a dynamic quorum's nodes advertise it too (the voters' endpoints), but only the
+    cluster's nodes may reach it (the firewall), and test_controller_listener_* check it from the nodes."""
     found = []
     for broker in cluster.brokers:
         props = cluster.properties[broker]
+        controller_names = set(props.get("controller.listener.names", "").split(","))
         for item in props.get("advertised.listeners", "").split(","):
             name, _, rest = item.partition("://")
-            if rest and listener_protocol(props, name) == "SSL":
+            if rest and name not in controller_names and listener_protocol(props, name) == "SSL":
                 address, _, port = rest.rpartition(":")
                 found.append((broker, name, address, int(port)))
     return found
