@@ -121,3 +121,19 @@ def test_kafka_3_console_tools_and_leader_election_take_them_under_their_old_nam
     assert run(tmp, "kafka-console-producer", "--bootstrap-server", "b:9092")[:2] == ["--producer.config", client]
     assert run(tmp, "kafka-leader-election", "--bootstrap-server", "b:9092")[:2] == ["--admin.config", client]
     assert run(tmp, "kafka-topics", "--bootstrap-server", "b:9092")[:2] == ["--command-config", client]
+
+
+def test_admin_tools_start_with_the_client_compiler_and_long_running_tools_keep_the_defaults(tmp_path: Path) -> None:
+    tmp = wrapper(tmp_path)
+    probe = 'printf "%s\\n" "${KAFKA_JVM_PERFORMANCE_OPTS:-unset}"\n'
+    for tool in ("kafka-topics", "kafka-console-producer"):
+        (tmp / "release" / "bin" / f"{tool}.sh").write_text(f"#!/bin/sh\n{probe}")
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_JVM_PERFORMANCE_OPTS"}
+    admin = subprocess.run([str(tmp / "kafka-topics"), "--list"], capture_output=True, text=True, check=True, env=env)
+    assert admin.stdout.split() == ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+    console = subprocess.run([str(tmp / "kafka-console-producer")], capture_output=True, text=True, check=True, env=env)
+    assert console.stdout.strip() == "unset"
+    # An operator's own choice wins.
+    mine = subprocess.run([str(tmp / "kafka-topics")], capture_output=True, text=True, check=True,
+                          env={**env, "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseG1GC"})  # fmt: skip
+    assert mine.stdout.strip() == "-XX:+UseG1GC"

@@ -29,7 +29,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from kafkalab import kafka_client
-from kafkalab.e2e import decode, encode
+from kafkalab.e2e import STREAM_LINGER_MS, decode, encode
 from kafkalab.load.files import JsonlWriter, StateDir, read_json, write_json
 
 log = logging.getLogger("kafkalab.load")
@@ -60,7 +60,7 @@ class StreamProducer:
             bootstrap_servers=config["bootstrap"],
             acks="all",
             enable_idempotence=True,
-            linger_ms=5,
+            linger_ms=STREAM_LINGER_MS,
             retries=2**31 - 1,
             request_timeout_ms=15_000,
             delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
