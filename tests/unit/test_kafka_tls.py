@@ -145,6 +145,7 @@ def test_tls_client_and_inter_broker_listeners_get_their_own_prefixed_settings()
     assert kafka_tls_client_properties(m, TLS_DIR, "INTERNAL")["security.protocol"] == "SSL"
     assert kafka_tls_client_properties(m, TLS_DIR, "PLAIN") == {}
     assert m["client_config"] == "/inv/.pki/client.properties"
+    assert m["client_ca"] == "/inv/.pki/ca.pem"
 
 
 def test_a_plaintext_bootstrap_listener_needs_no_client_settings_even_with_tls_elsewhere() -> None:
@@ -153,7 +154,7 @@ def test_a_plaintext_bootstrap_listener_needs_no_client_settings_even_with_tls_e
     lab = {**SECURED, "listeners": [plain, SECURED["listeners"][1]]}
     m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, lab)
     assert m["problems"] == [] and m["tls"] is True
-    assert m["client_config"] == ""
+    assert m["client_config"] == "" and m["client_ca"] == ""
     assert kafka_tls_client_properties(m, TLS_DIR, "INTERNAL") == {}
 
 

@@ -754,6 +754,12 @@ def kafka_cluster_model(
             if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
             else ""
         ),
+        # The project CA's certificate those clients trust (beside client_config); '' with client_config.
+        "client_ca": (
+            f"{str(settings.get('tls_ca_dir') or '').rstrip('/')}/ca.pem"
+            if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
+            else ""
+        ),
         # TLS on any listener (the controller's, a client or the inter-broker one): every node has a key and a
         # certificate from the project CA (tasks/tls.yml).
         "tls": tls and not zookeeper_mode and not phase,
