@@ -1,5 +1,6 @@
 """The cluster report: brokers and the active controller, every partition's leader/replicas/ISR/offline
-replicas, and every consumer group's committed offsets, log-end offsets and lag.
+replicas, every consumer group's committed offsets, log-end offsets and lag, and over TLS when each broker's
+certificate expires (read in a handshake, as clients see it).
 
 `python -m kafkalab.report --bootstrap HOST:PORT[,...] [--json FILE] [--text FILE]` prints a table
 anyone can read at a glance (under-replicated and offline partitions flagged) and writes the same
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
+import ssl
 import sys
 import time
 from pathlib import Path
@@ -50,6 +53,27 @@ def _active_controller(admin: KafkaAdminClient, fallback: int | None) -> tuple[i
         return fallback, "zookeeper"
 
 
+def certificate_expiry(host: str, port: int, settings: dict[str, Any], timeout_s: float = 10.0) -> str:
+    """When the certificate a broker serves at host:port expires (UTC, ISO 8601), read in a TLS handshake made as
+    the clients make theirs (the CA, the key store and the name check of `settings`, kafka_client's); the error
+    instead when the handshake fails."""
+    context = ssl.create_default_context(cafile=settings.get("ssl_cafile"))
+    context.check_hostname = bool(settings.get("ssl_check_hostname", True))
+    if settings.get("ssl_certfile"):
+        context.load_cert_chain(settings["ssl_certfile"], settings.get("ssl_keyfile"))
+    try:
+        with (
+            socket.create_connection((host, port), timeout=timeout_s) as raw,
+            context.wrap_socket(raw, server_hostname=host) as tls,
+        ):
+            not_after = (tls.getpeercert() or {}).get("notAfter")
+    except OSError as exc:
+        return f"unknown ({exc})"
+    if not isinstance(not_after, str):
+        return "unknown (no certificate)"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ssl.cert_time_to_seconds(not_after)))
+
+
 def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15_000) -> dict[str, Any]:
     """Everything the report shows, as plain data."""
     admin = KafkaAdminClient(
@@ -65,18 +89,23 @@ def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15
         groups = collect_groups(admin, topics, timeout_ms)
     finally:
         admin.close()
+    brokers = sorted(
+        (
+            {"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
+            for b in cluster["brokers"]
+        ),
+        key=lambda b: b["id"],
+    )
+    settings = kafka_client.settings()
+    if settings.get("security_protocol") == "SSL":
+        for b in brokers:
+            b["certificate_expires"] = certificate_expiry(b["host"], b["port"], settings)
     return {
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cluster_id": cluster.get("cluster_id"),
         "mode": mode,
         "active_controller": controller,
-        "brokers": sorted(
-            (
-                {"id": b["broker_id"], "host": b["host"], "port": b["port"], "rack": b.get("rack")}
-                for b in cluster["brokers"]
-            ),
-            key=lambda b: b["id"],
-        ),
+        "brokers": brokers,
         "topics": topics,
         "groups": groups,
         "summary": summarise(topics),
@@ -198,6 +227,7 @@ def render_text(report: dict[str, Any], color: bool = False) -> str:
         return f"\033[1;31m{text}\033[0m" if color and text else text
 
     s = report["summary"]
+    tls = any("certificate_expires" in b for b in report["brokers"])
     lines = [
         f"cluster {report['cluster_id']} ({report['mode']})  collected {report['collected_at']}",
         f"brokers: {len(report['brokers'])}   active controller: {report['active_controller']}   "
@@ -206,11 +236,14 @@ def render_text(report: dict[str, Any], color: bool = False) -> str:
         + "   "
         + flag(f"offline: {s['offline']}"),
         "",
-        f"{'broker':>6}  address",
+        f"{'broker':>6}  " + (f"{'address':<24}  certificate expires" if tls else "address"),
     ]
     for b in report["brokers"]:
         marker = "  (active controller)" if b["id"] == report["active_controller"] else ""
-        lines.append(f"{b['id']:>6}  {b['host']}:{b['port']}{marker}")
+        address = f"{b['host']}:{b['port']}"
+        if tls:
+            address = f"{address:<24}  {b.get('certificate_expires', '')}"
+        lines.append(f"{b['id']:>6}  {address}{marker}")
     lines += ["", f"{'topic':<28} {'part':>4} {'leader':>6}  {'replicas':<12} {'isr':<12} {'offline':<10} status"]
     for t in report["topics"]:
         for p in t["partitions"]:

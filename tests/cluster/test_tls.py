@@ -2,7 +2,8 @@
 between the controllers and every node that dials them, certificates from the project CA naming each node, keys
 that stay where they were made. Client and inter-broker listeners with protocol SSL: each broker's certificate
 names its advertised address, and clients that trust another CA, dial another name or speak plaintext are
-refused. Runs where the inventory asks for it (the lab, the default scenario)."""
+refused. Each node's certificate expiry reaches Prometheus (the KafkaCertificateExpiresSoon alert) and the cluster
+report reads it on the wire as openssl does. Runs where the inventory asks for it (the lab, the default scenario)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ from typing import Any
 
 import pytest
 from conftest import Cluster, kafka_nodes, listener_protocol, read_properties
-from inventory_hosts import ca_dir, inventory_path, kafka_address, kafka_properties_path, runner
+from inventory_hosts import ca_dir, inventory_listing, inventory_path, kafka_address, kafka_properties_path, runner
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
+from prometheus_api import Prometheus, wait_until
+
+from kafkalab import report
+from kafkalab.ansible_driver import group_hosts
 
 testinfra_hosts = [f"ansible://{name}?ansible_inventory={inventory_path()}" for name in kafka_nodes()]
 
@@ -280,3 +285,42 @@ def test_tls_client_listeners_refuse_a_plaintext_client(cluster: Cluster) -> Non
                 bootstrap_servers=f"{address}:{port}", security_protocol="PLAINTEXT",
                 request_timeout_ms=5000, bootstrap_timeout_ms=5000, client_id="verify-tls-plaintext",
             )  # fmt: skip
+
+
+def _enddate(pem_or_command_output: str) -> float:
+    """openssl x509 -enddate's `notAfter=Feb  3 04:05:06 2029 GMT` as Unix time."""
+    line = next(x for x in pem_or_command_output.splitlines() if x.startswith("notAfter="))
+    return ssl.cert_time_to_seconds(line.split("=", 1)[1].strip())
+
+
+def test_prometheus_holds_when_the_nodes_certificate_expires(host: Any, tls: dict[str, str]) -> None:
+    monitoring = group_hosts(inventory_listing(), "monitoring")
+    if not monitoring:
+        pytest.skip("the inventory has no monitoring host (group monitoring)")
+    node = host.backend.get_hostname()
+    enddate = host.run(f"openssl x509 -in {tls['cert']} -noout -enddate")
+    assert enddate.rc == 0, enddate.stderr
+    expected = _enddate(enddate.stdout)
+    prometheus = Prometheus(monitoring[0])
+    expr = f'kafka_tls_certificate_expiry_timestamp_seconds{{kafka_node="{node}"}}'
+    series = wait_until(lambda: prometheus.query(expr), 60, f"{expr} in Prometheus")
+    assert [float(s["value"][1]) for s in series] == [expected], series
+    assert series[0]["metric"]["subject"] == f"CN={node}"
+
+
+def test_the_report_shows_each_brokers_certificate_expiry_as_openssl_reads_it_on_the_wire(cluster: Cluster) -> None:
+    props = cluster.properties[cluster.brokers[0]]
+    if listener_protocol(props, props["inter.broker.listener.name"]) != "SSL":
+        pytest.skip("the bootstrap listener of this inventory does not run TLS")
+    ca = os.path.join(ca_dir(), "ca.pem")
+    brokers = report.collect(cluster.bootstrap)["brokers"]
+    assert len(brokers) == len(cluster.brokers), brokers
+    for b in brokers:
+        wire = subprocess.run(
+            f"openssl s_client -connect {b['host']}:{b['port']} -CAfile {ca} -verify_return_error </dev/null "
+            "2>/dev/null | openssl x509 -noout -enddate",
+            shell=True, capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert wire.returncode == 0, (b, wire.stdout, wire.stderr)
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_enddate(wire.stdout)))
+        assert b["certificate_expires"] == when, (b, wire.stdout)

@@ -9,7 +9,12 @@ import pytest
 from ansible_collections.kafkalab.common.plugins.filter.tls import san_entry
 from kafka_cluster import kafka_cluster_model
 from kafka_outputs import kafka_server_properties, to_properties
-from kafka_tls import kafka_tls_client_properties, kafka_tls_problems, kafka_tls_server_properties
+from kafka_tls import (
+    kafka_tls_client_properties,
+    kafka_tls_expiry_metric,
+    kafka_tls_problems,
+    kafka_tls_server_properties,
+)
 from test_kafka_cluster_model import SETTINGS as PLAINTEXT_SETTINGS
 
 TLS_DIR = "/etc/kafka/tls"
@@ -184,3 +189,31 @@ def test_a_running_cluster_does_not_switch_its_inter_broker_listener(now: str, w
     m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, {**SETTINGS, "listeners": other})
     config = to_properties({"listener.security.protocol.map": f"CONTROLLER:SSL,INTERNAL:{wanted},EXTRA:PLAINTEXT"})
     assert kafka_tls_problems(m, {"k4": {"config": config, "ca": ""}}, "", "/inv/.pki") == []
+
+
+def test_the_expiry_metric_names_the_node_and_the_certificates_end_in_unix_time() -> None:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "kafka2")])
+    end = datetime.datetime(2029, 2, 3, 4, 5, 6, tzinfo=datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(7)
+        .not_valid_before(end - datetime.timedelta(days=825))
+        .not_valid_after(end)
+        .sign(key, hashes.SHA256())
+    )
+    text = kafka_tls_expiry_metric(cert.public_bytes(serialization.Encoding.PEM).decode(), "kafka2")
+    series = 'kafka_tls_certificate_expiry_timestamp_seconds{kafka_node="kafka2",subject="CN=kafka2"}'
+    assert text.splitlines()[-1] == f"{series} {int(end.timestamp())}"
+    assert "# TYPE kafka_tls_certificate_expiry_timestamp_seconds gauge" in text
+    # Check mode on a first run: no certificate yet, nothing to write.
+    assert kafka_tls_expiry_metric("", "kafka2") == ""

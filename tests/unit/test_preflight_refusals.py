@@ -802,6 +802,14 @@ CASES = [
         id="spark-stalled-reports-zero",
     ),
     pytest.param(
+        lambda: monitoring(s={"prometheus_alert_certificate_days": "2w", "prometheus_alert_certificate_for": 60}),
+        [
+            "prometheus_alert_certificate_for is 60: it must be a Prometheus duration such as 30s, 5m or 1h (a quoted string). Fix prometheus_alert_certificate_for in group_vars.",
+            "prometheus_alert_certificate_days is '2w': it must be a whole number of days, at least 1 (e.g. 14). Fix prometheus_alert_certificate_days in group_vars.",
+        ],
+        id="certificate-alert-days-and-window",
+    ),
+    pytest.param(
         lambda: monitoring(spark=spark_job(8081)),
         [
             "spark1: spark_consumer_metrics_port (the metrics of consumer) is 8081, which spark_worker_webui_port of spark1 uses too on the same machine. Give one of them another port.",

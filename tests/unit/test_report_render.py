@@ -77,3 +77,14 @@ def test_color_marks_only_flagged_rows() -> None:
     text = render_text(report(), color=True)
     assert "\033[1;31mOFFLINE UNDER-REPLICATED\033[0m" in text
     assert "\033[1;31mok" not in text
+
+
+def test_over_tls_each_broker_shows_when_its_certificate_expires() -> None:
+    tls = report()
+    tls["brokers"][0]["certificate_expires"] = "2028-03-01T10:00:00Z"
+    tls["brokers"][1]["certificate_expires"] = "unknown (timed out)"
+    lines = render_text(tls).splitlines()
+    assert "certificate expires" in next(line for line in lines if line.split()[:2] == ["broker", "address"])
+    assert any(line.split()[:3] == ["1", "h1:9092", "2028-03-01T10:00:00Z"] for line in lines)
+    assert any(line.split()[:3] == ["3", "h3:9092", "unknown"] for line in lines)
+    assert "certificate expires" not in render_text(report())

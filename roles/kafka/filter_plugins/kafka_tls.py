@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from datetime import UTC
 from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
@@ -124,11 +125,34 @@ def kafka_tls_problems(
     return problems
 
 
+EXPIRY_METRIC = "kafka_tls_certificate_expiry_timestamp_seconds"
+
+
+def kafka_tls_expiry_metric(certificate: str, node: str) -> str:
+    """The node exporter's textfile for a node's certificate: when it expires (Unix time), labelled with the node
+    (kafka_node: instances on one machine share its exporter) and the certificate's subject. '' for no certificate
+    (check mode on a first run)."""
+    if not certificate.strip():
+        return ""
+    from cryptography import x509
+
+    cert = x509.load_pem_x509_certificate(certificate.encode())
+    # cryptography 42 has the aware not_valid_after_utc; the naive not_valid_after is UTC as well.
+    after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after.replace(tzinfo=UTC)
+    subject = cert.subject.rfc4514_string().replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        f"# HELP {EXPIRY_METRIC} When the certificate this Kafka node serves on its TLS listeners expires.\n"
+        f"# TYPE {EXPIRY_METRIC} gauge\n"
+        f'{EXPIRY_METRIC}{{kafka_node="{node}",subject="{subject}"}} {int(after.timestamp())}\n'
+    )
+
+
 class FilterModule:
     """Ansible entry point."""
 
     def filters(self) -> dict[str, Any]:
         return {
+            "kafka_tls_expiry_metric": kafka_tls_expiry_metric,
             "kafka_tls_server_properties": kafka_tls_server_properties,
             "kafka_tls_client_properties": kafka_tls_client_properties,
             "kafka_tls_problems": kafka_tls_problems,

@@ -41,6 +41,7 @@ DURATIONS = (
     "prometheus_alert_lag_for",
     "prometheus_alert_disk_for",
     "prometheus_alert_spark_stalled_for",
+    "prometheus_alert_certificate_for",
 )
 
 
@@ -69,6 +70,12 @@ def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"prometheus_alert_spark_stalled_reports is {reports!r}: it must be a whole number of report intervals, "
             "at least 1 (e.g. 5). Fix prometheus_alert_spark_stalled_reports in group_vars."
+        )
+    days = settings.get("prometheus_alert_certificate_days")
+    if isinstance(days, bool) or as_int(days) is None or (as_int(days) or 0) < 1:
+        problems.append(
+            f"prometheus_alert_certificate_days is {days!r}: it must be a whole number of days, at least 1 (e.g. 14). "
+            "Fix prometheus_alert_certificate_days in group_vars."
         )
     ratio = settings.get("prometheus_alert_disk_used_ratio")
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
