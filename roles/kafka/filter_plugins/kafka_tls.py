@@ -129,7 +129,8 @@ EXPIRY_METRIC = "kafka_tls_certificate_expiry_timestamp_seconds"
 
 
 def kafka_tls_expiry_metric(certificate: str, node: str) -> str:
-    """The node exporter's textfile for a node's certificate: when it expires (Unix time), labelled with the node
+    """The node exporter's textfile for the certificate in a node's key store: when it expires (Unix time; the node
+    serves it from its next start on, so a renewal whose restart is pending shows already), labelled with the node
     (kafka_node: instances on one machine share its exporter) and the certificate's subject. '' for no certificate
     (check mode on a first run)."""
     if not certificate.strip():
@@ -141,7 +142,7 @@ def kafka_tls_expiry_metric(certificate: str, node: str) -> str:
     after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after.replace(tzinfo=UTC)
     subject = cert.subject.rfc4514_string().replace("\\", "\\\\").replace('"', '\\"')
     return (
-        f"# HELP {EXPIRY_METRIC} When the certificate this Kafka node serves on its TLS listeners expires.\n"
+        f"# HELP {EXPIRY_METRIC} When the certificate in this Kafka node's key store (node.pem) expires.\n"
         f"# TYPE {EXPIRY_METRIC} gauge\n"
         f'{EXPIRY_METRIC}{{kafka_node="{node}",subject="{subject}"}} {int(after.timestamp())}\n'
     )
