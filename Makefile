@@ -30,7 +30,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart upgrade migrate rollback journey journey-spark topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-spark topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -96,6 +96,9 @@ verify-spark: venv  ## the Spark pipeline checks against the lab (kills the job 
 
 restart: venv  ## rolling restart of every ZooKeeper server and Kafka node, one at a time through the gates (LIMIT=host,... for a subset)
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rolling_restart.yml $(if $(LIMIT),--limit $(LIMIT))
+
+rotate-certificates: venv  ## sign again the nodes' certificates due within kafka_tls_rotate_within_days (ALL=1: every one), then restart them through the gates (LIMIT=host,... for a subset)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rotate_certificates.yml $(if $(ALL),-e kafka_tls_rotate_all=true) $(if $(LIMIT),--limit $(LIMIT))
 
 upgrade: venv artifacts  ## move the cluster to the inventory's kafka_version (controllers first, then feature levels); CHECK=1 shows the plan only
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/upgrade.yml $(if $(CHECK),--check --diff)
