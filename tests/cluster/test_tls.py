@@ -287,9 +287,9 @@ def test_tls_client_listeners_refuse_a_plaintext_client(cluster: Cluster) -> Non
             )  # fmt: skip
 
 
-def _enddate(pem_or_command_output: str) -> float:
+def _enddate(openssl_output: str) -> float:
     """openssl x509 -enddate's `notAfter=Feb  3 04:05:06 2029 GMT` as Unix time."""
-    line = next(x for x in pem_or_command_output.splitlines() if x.startswith("notAfter="))
+    line = next(x for x in openssl_output.splitlines() if x.startswith("notAfter="))
     return ssl.cert_time_to_seconds(line.split("=", 1)[1].strip())
 
 

@@ -740,6 +740,13 @@ def kafka_cluster_model(
         (str(item["protocol"]) for h in brokers for item in nodes[h]["listeners"] if item["name"] == inter_broker_name),
         "PLAINTEXT",
     )
+    # Where the controller machine's clients of bootstrap_servers find their TLS settings (kafka_tls_ca_dir), when
+    # that listener runs TLS; '' otherwise.
+    client_tls_dir = (
+        str(settings.get("tls_ca_dir") or "").rstrip("/")
+        if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
+        else ""
+    )
     return {
         "mode": mode,
         "migration_phase": phase,
@@ -749,17 +756,9 @@ def kafka_cluster_model(
         "inter_broker_protocol": inter_broker_protocol,
         # The settings file (Kafka client properties) the controller machine's clients of bootstrap_servers read:
         # the project CA to trust, written by tasks/tls.yml; '' when that listener is PLAINTEXT (nothing to read).
-        "client_config": (
-            f"{str(settings.get('tls_ca_dir') or '').rstrip('/')}/client.properties"
-            if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
-            else ""
-        ),
+        "client_config": f"{client_tls_dir}/client.properties" if client_tls_dir else "",
         # The project CA's certificate those clients trust (beside client_config); '' with client_config.
-        "client_ca": (
-            f"{str(settings.get('tls_ca_dir') or '').rstrip('/')}/ca.pem"
-            if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
-            else ""
-        ),
+        "client_ca": f"{client_tls_dir}/ca.pem" if client_tls_dir else "",
         # TLS on any listener (the controller's, a client or the inter-broker one): every node has a key and a
         # certificate from the project CA (tasks/tls.yml).
         "tls": tls and not zookeeper_mode and not phase,
