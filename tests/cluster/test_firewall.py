@@ -162,6 +162,17 @@ def job_metrics_ports(host: str) -> list[str]:
     return [str(p) for p in ports if p]
 
 
+def driver_ui_ports(host: str) -> list[str]:
+    """The UI ports of the consumer job's drivers, from the spark-submit properties the role rendered."""
+    ports = []
+    for conf in ("spark-submit.conf", "spark-submit-realtime.conf"):
+        properties = node(host).file(f"/etc/spark-consumer/{conf}")
+        if properties.exists:
+            lines = properties.content_string.splitlines()
+            ports += [line.split()[1] for line in lines if line.startswith("spark.ui.port ")]
+    return ports
+
+
 def monitoring_rules(host: str, port: str | None) -> set[tuple[str, str]]:
     """An exporter port: open to the monitoring hosts and the monitoring networks."""
     if port is None:
@@ -208,8 +219,9 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         rules |= {("Anywhere", f"{address(h)}/tcp") for h in spark}
         ui = []
         if host in hosts_of("spark_master"):
-            # The master's UI, and the UIs (REST APIs) of the consumer job's two drivers.
-            ui += [str(variables(host).get("spark_master_webui_port", 8080)), "4040", "4041"]
+            # The master's UI, and the UIs (REST APIs) of the consumer job's drivers (the archive's, and the
+            # low-latency path's when it runs): the ports their spark-submit properties give, no other.
+            ui += [str(variables(host).get("spark_master_webui_port", 8080)), *driver_ui_ports(host)]
         if host in hosts_of("spark_worker"):
             ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
         rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}

@@ -297,10 +297,10 @@ def test_bench_job_config_keeps_the_jobs_settings_and_moves_topic_and_paths() ->
     assert original["kafka"]["topics"] == ["events"], "the deployed settings are not modified"
 
 
-def test_bench_runs_write_beside_the_deployed_jobs_data_on_the_same_storage() -> None:
-    assert spark_job.bench_dir(tomllib.loads(JOB_TOML)) == "/var/lib/kafkalab-bench"
+def test_bench_runs_write_inside_the_deployed_jobs_data_dir_on_the_same_storage() -> None:
+    assert spark_job.bench_dir(tomllib.loads(JOB_TOML)) == "/var/lib/spark-consumer/kafkalab-bench"
     shared = {"paths": {"checkpoint": "/srv/spark-shared/spark-consumer/checkpoints"}}
-    assert spark_job.bench_dir(shared) == "/srv/spark-shared/kafkalab-bench"
+    assert spark_job.bench_dir(shared) == "/srv/spark-shared/spark-consumer/kafkalab-bench"
 
 
 def test_to_toml_round_trips_through_tomllib() -> None:

@@ -170,3 +170,25 @@ def test_the_single_host_inventory_passes_the_controller_preflight_and_a_port_cl
         "classroom-3: instance 3 on machine 192.0.2.10 opens port 9093 (listener INTERNAL), which classroom-2 "
         "(instance 2, listener INTERNAL) opens too. Give each instance its own ports",
     )
+
+
+def test_a_short_spark_secret_is_refused_without_showing_it(tmp_path: Path) -> None:
+    # The archive `make artifacts` assembles (as inventories/single-host takes it): the Kafka checks that run
+    # before the Spark ones fetch nothing.
+    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
+    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
+    path = inventory(tmp_path, archive)
+    inv = yaml.safe_load(path.read_text())
+    secret = "too short, and spaced"
+    inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21", "spark_authenticate_secret": secret}
+    inv["all"]["children"]["spark"] = {
+        "children": {"spark_master": {"hosts": {"spark1": None}}, "spark_worker": {"hosts": {"spark1": None}}}
+    }
+    path.write_text(yaml.safe_dump(inv))
+    run = site(path)
+    refused_in_preflight(
+        run,
+        "spark1: spark_authenticate_secret is 21 characters with white space: give at least 32 characters without "
+        "spaces (from ansible-vault), or leave it empty and the controller generates one.",
+    )
+    assert secret not in run.stdout + run.stderr

@@ -98,10 +98,17 @@ def spark(
     workers: list[str],
     shared_path: str = "/srv/spark-shared",
     resources: dict[str, dict[str, Any]] | None = None,
+    authenticate: dict[str, bool] | None = None,
 ) -> list[str]:
-    """The Spark cluster model's problems (resources: spark_worker_cores and spark_worker_memory per worker)."""
+    """The Spark cluster model's problems (resources: spark_worker_cores and spark_worker_memory per worker;
+    authenticate: spark_authenticate per host)."""
     hv = {"spark1": {"ansible_host": "192.0.2.21"}, "spark2": {"ansible_host": "192.0.2.22"}}
-    settings = {"master_port": 7077, "shared_path": shared_path, "worker_resources": resources or {}}
+    settings = {
+        "master_port": 7077,
+        "shared_path": shared_path,
+        "worker_resources": resources or {},
+        "authenticate": authenticate or {},
+    }
     return spark_cluster_model(hv, masters, workers, settings)["problems"]
 
 
@@ -865,6 +872,13 @@ CASES = [
             "spark2: spark_worker_memory is '4 gigs': give the memory the worker offers to executors as a Spark size of at least 512m (e.g. spark_worker_memory: 24g).",
         ],
         id="spark-worker-memory-malformed",
+    ),
+    pytest.param(
+        lambda: spark(["spark1"], ["spark1", "spark2"], authenticate={"spark1": True, "spark2": False}),
+        [
+            "spark_authenticate is false on spark2 but true on the other Spark hosts: a worker or job without the shared secret cannot talk to a master that asks for it, and the other way round. Set spark_authenticate once for the whole Spark cluster (group_vars/all or group_vars/spark).",
+        ],
+        id="spark-authenticate-mixed",
     ),
     pytest.param(
         lambda: sizing(cores=3, memory_mb=4096),

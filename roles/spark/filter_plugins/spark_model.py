@@ -17,12 +17,14 @@ from ansible_collections.kafkalab.common.plugins.module_utils.inventory import S
 def spark_cluster_model(
     hostvars: Mapping[str, Any], masters: Iterable[str], workers: Iterable[str], settings: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_ports, shared_path, and
-    worker_resources ({host: {"cores": spark_worker_cores, "memory": spark_worker_memory}} of each worker).
+    """settings: master_port, master_webui_port, worker_webui_port, driver_ui_ports, shared_path, secret_file,
+    worker_resources ({host: {"cores": spark_worker_cores, "memory": spark_worker_memory}} of each worker) and
+    authenticate ({host: spark_authenticate} of each Spark host).
 
     Returns {"master": host or "", "master_address": str, "master_url": str, "addresses": {host: str},
     "workers": {host: {"cores": int, "memory_mb": int}}, "shared_path": str, "driver_ui_ports": [int],
-    "webui_ports": {"master": int, "worker": int}, "firewall_services": [service],
+    "webui_ports": {"master": int, "worker": int}, "authenticate": bool, "secret_file": str,
+    "firewall_services": [service],
     "problems": [str]}; the master is the first host of the master group. shared_path is
     spark_shared_storage_path: a directory every Spark host sees at the same path. workers is what each worker
     offers to executors, for the jobs to size themselves from (spark_consumer).
@@ -64,6 +66,14 @@ def spark_cluster_model(
         )
     resources, resource_problems = worker_resources(workers, settings.get("worker_resources") or {})
     problems.extend(resource_problems)
+    authenticate = {h: bool(v) for h, v in (settings.get("authenticate") or {}).items() if h in members}
+    if len(set(authenticate.values())) > 1:
+        off = sorted(h for h, on in authenticate.items() if not on)
+        problems.append(
+            f"spark_authenticate is false on {', '.join(off)} but true on the other Spark hosts: a worker or job "
+            "without the shared secret cannot talk to a master that asks for it, and the other way round. Set "
+            "spark_authenticate once for the whole Spark cluster (group_vars/all or group_vars/spark)."
+        )
     return {
         "problems": problems,
         "workers": resources,
@@ -74,6 +84,10 @@ def spark_cluster_model(
             "worker": int(settings.get("worker_webui_port") or 0),
         },
         "shared_path": shared_path,
+        # spark.authenticate on the master, the workers and the jobs; the controller file holding the generated
+        # secret when the inventory gives none (spark_authenticate_secret). Never the secret itself.
+        "authenticate": all(authenticate.values()) if authenticate else True,
+        "secret_file": str(settings.get("secret_file") or ""),
         "master": master,
         "master_address": master_address,
         "master_url": f"spark://{master_address}:{settings.get('master_port')}" if master else "",

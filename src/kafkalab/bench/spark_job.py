@@ -53,10 +53,11 @@ from kafkalab.e2e import create_topic, encode, produce_numbered, read_rate
 
 
 def bench_dir(config: Mapping[str, Any]) -> str:
-    """Where bench runs write: beside the deployed job's data dir (the parent of its checkpoints), so on the
-    same storage, which every Spark host shares when the cluster has more than one."""
+    """Where bench runs write: inside the deployed job's data dir (the parent of its checkpoints), so on the
+    same storage, which every Spark host shares when the cluster has more than one, and where the workers'
+    systemd sandbox lets executors write (roles/spark, spark_executor_write_paths)."""
     job_data_dir = PurePosixPath(str(config["paths"]["checkpoint"])).parent
-    return str(job_data_dir.parent / SPARK_BENCH_DIR_NAME)
+    return str(job_data_dir / SPARK_BENCH_DIR_NAME)
 
 
 def bench_job_config(original: Mapping[str, Any], topic: str, data_dir: str, app_name: str) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""Secrets never appear in Ansible's output or in files a non-root user can read.
+
+The secrets are whatever the deployed cluster holds, read as root: every PEM private key under /etc on every
+machine (each Kafka node's key, in key.pem and node.pem), the project CA's key on the controller, and Spark's shared
+secret (spark.authenticate.secret). A key gives itself away by any line of its base64 body.
+
+- The output of a whole converge at -vvv (molecule/spark/side_effect.yml's first play runs site.yml again that
+  way, into .cache/lifecycle/molecule-spark.vvv.log) holds none of them, and shows that it ran the tasks that handle
+  them with their output hidden.
+- On every machine, no file under /etc, /opt, /var, /srv, /run, /tmp, /home or /root that the user nobody can
+  read holds one.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inventory_hosts import ROOT, ca_dir, group, node, one_per_machine
+
+VVV_LOG = ROOT / ".cache" / "lifecycle" / "molecule-spark.vvv.log"
+MACHINES = one_per_machine(sorted(set(group("all")) - {"localhost"}))
+SCANNED = "/etc /opt /var /srv /run /tmp /home /root"
+PEM_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)\n-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
+# What the log shows of a task with no_log.
+HIDDEN = "the output has been hidden due to the fact that 'no_log: true' was specified for this result"
+
+
+def _key_lines(pem: str, public: str = "") -> set[str]:
+    """The base64 lines of every private key in a PEM text that carry private bytes: not the short last line,
+    and not a line that a certificate (public) has too. An EC key's PKCS#8 body ends with its public key, which
+    can fall on the same base64 boundaries as in the certificate and is no secret."""
+    lines: set[str] = set()
+    for body in PEM_KEY.findall(pem):
+        lines |= {line.strip() for line in body.splitlines() if len(line.strip()) >= 40}
+    return {line for line in lines if line not in public}
+
+
+def _host_secrets(host: Any) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    pems = host.run("grep -rlZ --include='*.pem' --include='*.key' -e 'PRIVATE KEY-----' /etc").stdout
+    # Every certificate on the machine: what is public.
+    public = host.run("grep -rh --include='*.pem' -A200 -e 'BEGIN CERTIFICATE' /etc").stdout
+    for path in filter(None, pems.split("\0")):
+        found[path] = _key_lines(host.file(path).content_string, public)
+    defaults = host.run("cat /etc/spark/spark-defaults.conf 2>/dev/null").stdout
+    for line in defaults.splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "spark.authenticate.secret" and value.strip():
+            found["spark.authenticate.secret"] = {value.strip()}
+    return found
+
+
+@pytest.fixture(scope="module")
+def secrets() -> dict[str, set[str]]:
+    """'<machine>:<where>' -> the strings that would give that secret away."""
+    found = {f"{m}:{where}": values for m in MACHINES for where, values in _host_secrets(node(m)).items()}
+    ca_key = Path(ca_dir()) / "ca.key"
+    if ca_key.exists():
+        ca_cert = ca_key.with_name("ca.pem")
+        found[f"controller:{ca_key}"] = _key_lines(ca_key.read_text(), ca_cert.read_text() if ca_cert.exists() else "")
+    found = {k: v for k, v in found.items() if v}
+    # A cluster of this suite holds at least Spark's secret (spark_authenticate is on in the lab and in molecule)
+    # or the keys of a TLS cluster: an empty list would make the tests below pass for nothing.
+    assert found, "no private key and no Spark secret found on any machine: nothing to look for"
+    print(f"looking for {len(found)} secrets: {', '.join(sorted(found))}")
+    return found
+
+
+@pytest.mark.skipif(
+    not os.environ.get("MOLECULE_INVENTORY_FILE") and not VVV_LOG.exists(),
+    reason="the -vvv converge is molecule/spark's side effect (make test); run it to get its log",
+)
+def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None:
+    assert VVV_LOG.exists(), f"{VVV_LOG} is missing: molecule/spark/side_effect.yml writes it"
+    log = VVV_LOG.read_text(errors="replace")
+    # It is a -vvv run of the whole site.yml, which handled the secrets with its output hidden.
+    assert "PLAY RECAP" in log and "ESTABLISH" in log, f"{VVV_LOG} is not the output of a -vvv run"
+    for task in (
+        "spark : Install spark-defaults.conf",
+        "spark_consumer : Render each application's spark-submit properties",
+        "kafka : Make the node's private key on the node",
+    ):
+        assert f"TASK [{task}" in log, f"the -vvv run did not run the task {task!r}"
+    assert HIDDEN in log, "no task output was hidden (no_log) in the -vvv run"
+    leaked = sorted(name for name, values in secrets.items() if any(v in log for v in values))
+    assert leaked == [], f"{VVV_LOG} shows these secrets: {leaked}"
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_no_file_a_non_root_user_can_read_holds_a_secret(name: str, secrets: dict[str, set[str]]) -> None:
+    host = node(name)
+    patterns = "/root/kafkalab-secret-patterns"
+    values = sorted({v for vs in secrets.values() for v in vs})
+    # The patterns go in a root-only file; nobody lists what it can read; root looks in those files.
+    encoded = base64.b64encode("\n".join(values).encode()).decode()
+    host.check_output(f"install -m 0600 /dev/null {patterns} && echo {encoded} | base64 -d > {patterns}")
+    try:
+        listing = host.run(
+            f"runuser -u nobody -- find {SCANNED} -type f -readable -size -4M -print0 2>/dev/null"
+            f" | xargs -0 -r grep -lF -f {patterns} --"
+        )
+        readable = host.run(f"runuser -u nobody -- find {SCANNED} -type f -readable -print 2>/dev/null | wc -l")
+    finally:
+        host.run(f"rm -f {patterns}")
+    count = int(readable.stdout.strip() or 0)
+    print(f"{name}: {count} files readable by nobody searched for {len(values)} strings")
+    assert count > 100, f"{name}: nobody could read only {count} files: the search looked at nothing"
+    assert listing.stdout.split() == [], f"{name}: files nobody can read hold a secret: {listing.stdout.split()}"
