@@ -140,6 +140,20 @@ def zk_registrations(cluster: Cluster) -> dict[str, str]:
     return created
 
 
+def registration_replaced(
+    cluster: Cluster, name: str, before: dict[str, str], timeout_s: float, unless: Callable[[], bool]
+) -> bool:
+    """ZooKeeper mode: wait until `name` has registered again under a new session (its old one lapses only after
+    zookeeper.session.timeout.ms), or until `unless()` says the question no longer matters."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not unless():
+        now = zk_registrations(cluster).get(name, "")
+        if now and now != before.get(name):
+            return True
+        time.sleep(1)
+    return False
+
+
 def broker_host(cluster: Cluster, broker_id: int) -> str:
     return next(name for name in cluster.properties if cluster.node_id(name) == broker_id)
 
@@ -332,6 +346,9 @@ def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str
     return name
 
 
+# ZooKeeper mode: how long a killed broker may take to register again (its old session lapses after
+# zookeeper.session.timeout.ms, 18 s by default; systemd restarts it every 5 s until then).
+REREGISTER_TIMEOUT_S = 90
 # Kafka's defaults for the two timeouts that decide when a stalled or cut-off broker leaves the ISRs.
 BROKER_SESSION_TIMEOUT_MS = 9000
 REPLICA_LAG_TIME_MAX_MS = 30000
@@ -498,7 +515,13 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         # session lapses, before any controller has handled its loss (seen in CI: no ISR shrink, no leader
         # epoch rise): its registration replaced (a new cZxid) proves the cluster lost it all the same.
         holds_replicas = victim in cluster.brokers
-        re_registered = bool(registered) and zk_registrations(cluster).get(victim) != registered.get(victim)
+        re_registered = (
+            holds_replicas
+            and bool(registered)
+            and registration_replaced(
+                cluster, victim, registered, REREGISTER_TIMEOUT_S, unless=lambda: watcher.disturbed_at is not None
+            )
+        )
         recovered = (
             watcher.wait_recovered(restored, RECOVERY_TIMEOUT_S, disturbed_elsewhere=re_registered)
             if holds_replicas
