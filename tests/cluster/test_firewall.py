@@ -165,11 +165,9 @@ def job_metrics_ports(host: str) -> list[str]:
 def driver_ui_ports(host: str) -> list[str]:
     """The UI ports of the consumer job's drivers, from the spark-submit properties the role rendered."""
     ports = []
-    for conf in ("spark-submit.conf", "spark-submit-realtime.conf"):
-        properties = node(host).file(f"/etc/spark-consumer/{conf}")
-        if properties.exists:
-            lines = properties.content_string.splitlines()
-            ports += [line.split()[1] for line in lines if line.startswith("spark.ui.port ")]
+    for conf in ("/etc/spark-consumer/spark-submit.conf", "/etc/spark-consumer/spark-submit-realtime.conf"):
+        if node(host).file(conf).exists and "spark.ui.port" in (props := read_properties(node(host), conf)):
+            ports.append(props["spark.ui.port"])
     return ports
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from inventory_hosts import CHANGES_CLUSTER, ca_dir, deselect, group, node, skip_unless_disposable
 
 from kafkalab import kafka_client
@@ -55,11 +56,10 @@ class SparkNode:
 
     def submit_conf(self, key: str, conf: str = "spark-submit.conf") -> str:
         """A property of an application's spark-submit properties file, as the role rendered it."""
-        for line in self.host.file(f"{SUBMIT_CONFS}/{conf}").content_string.splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return value.strip()
-        raise KeyError(f"{key} not in {SUBMIT_CONFS}/{conf}")
+        props = parse_properties(self.host.file(f"{SUBMIT_CONFS}/{conf}").content_string)
+        if key not in props:
+            raise KeyError(f"{key} not in {SUBMIT_CONFS}/{conf}")
+        return props[key].strip()
 
     def ui_port(self, conf: str) -> int:
         return int(self.submit_conf("spark.ui.port", conf))

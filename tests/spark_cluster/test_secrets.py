@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from inventory_hosts import ROOT, ca_dir, group, node, one_per_machine
 
 VVV_LOG = ROOT / ".cache" / "lifecycle" / "molecule-spark.vvv.log"
@@ -47,11 +48,9 @@ def _host_secrets(host: Any) -> dict[str, set[str]]:
     public = host.run("grep -rh --include='*.pem' -A200 -e 'BEGIN CERTIFICATE' /etc").stdout
     for path in filter(None, pems.split("\0")):
         found[path] = _key_lines(host.file(path).content_string, public)
-    defaults = host.run("cat /etc/spark/spark-defaults.conf 2>/dev/null").stdout
-    for line in defaults.splitlines():
-        name, _, value = line.strip().partition(" ")
-        if name == "spark.authenticate.secret" and value.strip():
-            found["spark.authenticate.secret"] = {value.strip()}
+    defaults = parse_properties(host.run("cat /etc/spark/spark-defaults.conf 2>/dev/null").stdout)
+    if defaults.get("spark.authenticate.secret", "").strip():
+        found["spark.authenticate.secret"] = {defaults["spark.authenticate.secret"].strip()}
     return found
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from inventory_hosts import group, node
 
 from .conftest import REALTIME_SERVICE, SERVICE, SUBMIT_CONFS, VENV_PYTHON, SparkNode
@@ -26,8 +27,7 @@ SPARK_HOSTS = sorted(set(group("spark_master")) | set(group("spark_worker")))
 
 
 def _defaults(host: Any) -> dict[str, str]:
-    pairs = (line.split(None, 1) for line in host.file(SPARK_DEFAULTS).content_string.splitlines())
-    return {p[0]: p[1].strip() for p in pairs if len(p) == 2 and not p[0].startswith("#")}
+    return parse_properties(host.file(SPARK_DEFAULTS).content_string)
 
 
 def _authenticating(host: Any) -> bool:
