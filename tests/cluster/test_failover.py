@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,16 +123,16 @@ class IsrWatcher:
         self._admin.close()
 
 
-def zk_registrations(cluster: Cluster) -> dict[str, str]:
-    """ZooKeeper mode: each broker's registration znode (/brokers/ids/<id>) as created, its cZxid, read with
-    zookeeper-shell (a client only) on a broker's host. A broker whose ZooKeeper session ended and that
-    registered again has a new one. {} in KRaft mode."""
+def zk_registrations(cluster: Cluster, names: Sequence[str] = ()) -> dict[str, str]:
+    """ZooKeeper mode: the registration znode (/brokers/ids/<id>) of each broker of `names` (default: all) as
+    created, its cZxid, read with zookeeper-shell (a client only) on a broker's host. A broker whose ZooKeeper
+    session ended and that registered again has a new one. {} in KRaft mode."""
     if cluster.mode != "zookeeper":
         return {}
     connect = cluster.properties[cluster.brokers[0]]["zookeeper.connect"]
     shell = node(cluster.brokers[-1])
     created: dict[str, str] = {}
-    for name in cluster.brokers:
+    for name in names or cluster.brokers:
         out = shell.run(f"zookeeper-shell {connect} stat /brokers/ids/{cluster.node_id(name)}").stdout
         created[name] = next(
             (line.split("=", 1)[1].strip() for line in out.splitlines() if line.startswith("cZxid")), ""
@@ -147,7 +147,7 @@ def registration_replaced(
     zookeeper.session.timeout.ms), or until `unless()` says the question no longer matters."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not unless():
-        now = zk_registrations(cluster).get(name, "")
+        now = zk_registrations(cluster, [name]).get(name, "")
         if now and now != before.get(name):
             return True
         time.sleep(1)
