@@ -61,8 +61,11 @@ def test_every_broker_id_is_registered_in_zookeeper(cluster: Cluster) -> None:
     connect = cluster.properties[cluster.brokers[0]]["zookeeper.connect"]
     result = client.run(f"zookeeper-shell {connect} ls /brokers/ids")
     assert result.rc == 0, result.stderr
-    # The shell's last line lists the children: "[1, 2, 3]".
-    registered = {int(i) for i in result.stdout.strip().splitlines()[-1].strip("[]").split(",") if i.strip()}
+    # The children are listed on a line of their own, "[1, 2, 3]"; the shell may print a watcher's event
+    # ("WatchedEvent state:SyncConnected ...") after it, so that line is looked for, not taken as the last.
+    listed = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("[")]
+    assert listed, result.stdout
+    registered = {int(i) for i in listed[-1].strip("[]").split(",") if i.strip()}
     assert registered == {cluster.node_id(b) for b in cluster.brokers}
 
 

@@ -604,6 +604,102 @@ def test_the_background_process_reports_ready_and_on_sigterm_shuts_down_cleanly(
     assert acc.last_commits(read_jsonl(state.commits).rows) == {0: 3, 1: 2}
 
 
+def test_a_member_is_stalled_only_on_partitions_acked_long_after_its_last_read_of_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner, "STALL_S", 100.0)
+    member = runner.GroupMember({"topic": "t", "run_id": RUN_ID, "bootstrap": "b", "group": "g"}, None, None)  # type: ignore[arg-type]
+    start = member.started_at
+    member.read_at = {0: start + 50, 1: start + 200}
+    acked = {0: start + 151, 1: start + 250, 2: start + 99}
+    # Partition 0: acked 101 s after its last read, unread for 101 s. Partition 1: read recently. Partition 2:
+    # never read, but nothing acked there more than STALL_S after the member started.
+    assert member.stalled(acked, now=start + 151) == [0]
+    assert member.stalled(acked, now=start + 149) == []  # acked late, but not unread for STALL_S yet
+    assert member.stalled({0: start + 140}, now=start + 400) == []  # nothing acked there since: the producer paused
+
+
+class LiveTopicConsumer(FakeConsumer):
+    """FakeConsumer whose partition 0 grows by another run's record at each poll, as a topic under load does."""
+
+    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Any]]:
+        self.logs[0].append(encode("another-run", 0))
+        time.sleep(0.01)
+        return super().poll(timeout_ms, max_records)
+
+
+class HungConsumer(FakeConsumer):
+    """Never returns from poll, as a client stuck after a rolling restart; it cannot commit or leave either."""
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.release = threading.Event()
+
+    def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Any]]:
+        self.release.wait()
+        return {}
+
+
+def test_a_stalled_group_member_is_replaced_by_a_new_one_of_the_group_and_the_restart_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = make_state(tmp_path, [])
+    state.acked.unlink()
+    monkeypatch.setattr(runner, "STALL_S", 0.4)
+    monkeypatch.setattr(runner, "KafkaProducer", AckingProducer)
+    made: list[FakeConsumer] = []
+
+    def consumer(**config: Any) -> FakeConsumer:
+        made.append((HungConsumer if not made else LiveTopicConsumer)(**config))
+        return made[-1]
+
+    monkeypatch.setattr(runner, "KafkaConsumer", consumer)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    threading.Timer(2.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    try:
+        code = runner.run(state)
+    finally:
+        for c in made:
+            if isinstance(c, HungConsumer):
+                c.release.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    done = json.loads(state.done.read_text())
+    assert code == 0, done
+    assert [type(c) for c in made] == [HungConsumer, LiveTopicConsumer]
+    assert done["group_member_restarts"] == 1 and done["drained"] and done["final_commit"]
+    # The new member read the run's records and committed them; the hung one recorded nothing.
+    assert sorted(r["seq"] for r in read_jsonl(state.group).rows) == [0, 1, 2, 3]
+    assert acc.last_commits(read_jsonl(state.commits).rows)[1] == 2
+    assert made[0].commit_calls == 0
+    # The log says which partitions and shows where the stalled member's thread was stuck.
+    stalled = [r.getMessage() for r in caplog.records if "group member stalled" in r.getMessage()]
+    assert len(stalled) == 1 and "partitions [0]" in stalled[0]
+    assert "in poll" in stalled[0] and "release.wait()" in stalled[0]
+
+
+def test_stop_reports_the_group_member_restarts_and_a_failure_shows_the_load_logs_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    acked = stream(6)
+    state = make_state(tmp_path, acked)
+    fake_cluster(monkeypatch, acked[:5])
+    monkeypatch.setattr(control, "alive", lambda pid: False)
+    state.done.write_text(json.dumps({"drained": True, "final_commit": True, "group_member_restarts": 2}))
+    state.log.write_text(
+        "2026-11-28 00:00:01,000 INFO load-producer: first acks arrived: producing\n"
+        "2026-11-28 00:03:00,000 ERROR MainThread: group member stalled: nothing read of partitions [0, 1]\n"
+        '  File "runner.py", line 1, in poll\n'
+        "2026-11-28 00:03:01,000 WARNING load-group-member-2: group commit failed (CommitFailedError())\n"
+    )
+    assert control.stop(state.path, "the end", None, timeout_s=5) == 1
+    out, err = capsys.readouterr()
+    assert "group_member_restarts=2" in out
+    assert "FAILED: 1 acked records lost (first seq: 5)" in err
+    shown = err.split("warnings and errors", 1)[1].splitlines()[1:]
+    assert [line.split()[2] for line in shown] == ["ERROR", "WARNING"]
+
+
 FAKE_RUNNER = """#!{python}
 # Stands in for `python -m kafkalab.load run --state DIR`: ready at once, done.json on SIGTERM.
 import json, pathlib, signal, sys, time

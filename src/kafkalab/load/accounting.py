@@ -182,6 +182,7 @@ class PhaseReport:
     failed_sends: list[int] | None = None  # stop only
     group: GroupCoverage | None = None  # stop only
     committed_short: list[str] = field(default_factory=list)  # stop only
+    group_member_restarts: int | None = None  # stop only: members started after one stalled (runner.STALL_S)
     process_problems: list[str] = field(default_factory=list)
     wall_s: float | None = None  # since the previous checkpoint (or the load's start)
     restarts: list[Restart] = field(default_factory=list)  # from the phase's playbook logs (--ansible-log)
@@ -238,6 +239,8 @@ class PhaseReport:
                 f" group_consumed={self.group.consumed} group_missing={len(self.group.missing)} "
                 f"group_duplicates={self.group.duplicates}"
             )
+        if self.group_member_restarts is not None:
+            text += f" group_member_restarts={self.group_member_restarts}"
         return text + (" ok" if self.ok else " FAILED")
 
     def to_json(self) -> dict[str, Any]:
@@ -276,4 +279,6 @@ class PhaseReport:
             out["group_missing_first"] = self.group.missing[:FIRST]
             out["group_duplicates"] = self.group.duplicates
             out["group_committed_short"] = self.committed_short
+        if self.group_member_restarts is not None:
+            out["group_member_restarts"] = self.group_member_restarts
         return out

@@ -318,10 +318,21 @@ def account(
     return report
 
 
-def _publish(report: acc.PhaseReport, report_file: Path | None) -> int:
+LOG_LINES_ON_FAILURE = 20
+
+
+def _publish(report: acc.PhaseReport, report_file: Path | None, state: StateDir | None = None) -> int:
     print(report.line(), flush=True)
     for problem in report.problems():
         print(f"  FAILED: {problem}", file=sys.stderr)
+    if state is not None and not report.ok:
+        # The load process's own warnings and errors say what its clients met; the log may be gone by the time
+        # someone reads this (a scenario's temporary directory).
+        lines = tail(state.log, LOG_LINES_ON_FAILURE, levels=("ERROR", "WARNING")).splitlines()
+        if lines:
+            print(f"  the load process's last warnings and errors ({state.log}):", file=sys.stderr)
+            for line in lines:
+                print(f"    {line[:400]}", file=sys.stderr)
     if report_file is not None:
         append_to_list(report_file, report.to_json())
     return 0 if report.ok else 1
@@ -332,7 +343,7 @@ def checkpoint(
 ) -> int:
     state = StateDir(state_dir).require()
     problems = [] if alive(read_pid(state)) else [f"the load process is not running (see {state.log})"]
-    return _publish(account(state, phase, "checkpoint", timeout_s, problems, logs), report_file)
+    return _publish(account(state, phase, "checkpoint", timeout_s, problems, logs), report_file, state)
 
 
 def stop(
@@ -340,7 +351,9 @@ def stop(
 ) -> int:
     state = StateDir(state_dir).require()
     problems = _stop_process(state, read_pid(state))
-    return _publish(account(state, phase, "stop", timeout_s, problems, logs), report_file)
+    report = account(state, phase, "stop", timeout_s, problems, logs)
+    report.group_member_restarts = int((read_json(state.done) or {}).get("group_member_restarts", 0))
+    return _publish(report, report_file, state)
 
 
 # -- status -----------------------------------------------------------------------------------------

@@ -181,10 +181,12 @@ def append_to_list(path: Path, entry: dict[str, Any]) -> None:
     write_json(path, [*current, entry])
 
 
-def tail(path: Path, lines: int = 25) -> str:
-    """The last lines of a log file, for a message (empty if there is none)."""
+def tail(path: Path, lines: int = 25, levels: tuple[str, ...] = ()) -> str:
+    """The last lines of a log file, for a message (empty if there is none); with `levels`, only the lines
+    logged at one of them (logging's "<time> LEVEL <thread>: <message>")."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    kept = [line for line in text.splitlines() if not levels or any(f" {lv} " in line for lv in levels)]
+    return "\n".join(kept[-lines:])

@@ -9,7 +9,12 @@ Two parts run side by side until SIGTERM:
   logs what it read of this run to group.jsonl and each commit the broker accepted to commits.jsonl.
 
 Both must ride out brokers that are down for tens of seconds, a coordinator that moves and the
-rebalances that follow: errors are logged and retried, never fatal. On SIGTERM the producer stops
+rebalances that follow: errors are logged and retried, never fatal. A member that reads nothing of a
+partition for STALL_S while the producer's records keep being acked there is stalled (a client that
+hangs, as kafka-python consumers have been seen to after rolling restarts): the process logs what it
+knows (the member thread's stack, its last reads and commits), retires it, and starts a new member of
+the same group, which resumes from the group's committed offsets. The restarts are counted in done.json
+and reported by `stop`; records the group never read still fail it. On SIGTERM the producer stops
 sending and waits for every outstanding send to end; the member then reads up to the end offsets,
 commits, and the process writes done.json and exits 0 (1 if it could not finish cleanly).
 """
@@ -19,8 +24,10 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -40,6 +47,11 @@ SHUTDOWN_BUDGET_S = 270.0
 DRAIN_TIMEOUT_S = 120.0
 COMMIT_INTERVAL_S = 1.0
 FLUSH_INTERVAL_S = 0.5
+# A rebalance, a coordinator move or a partition without a leader during a restart stops a member's reads for
+# seconds (the longest ack gaps measured are under 1 s, a rebalance is bounded by the 10 s session timeout).
+STALL_S = 120.0
+# A member that stops polling (hung) leaves the group after this, so its partitions go to the next member.
+MAX_POLL_INTERVAL_MS = 60_000
 
 
 class StreamProducer:
@@ -55,6 +67,7 @@ class StreamProducer:
         self._lock = threading.Lock()
         self._in_flight: dict[int, str] = {}
         self.sent = 0
+        self.acked_at: dict[int, float] = {}  # partition -> monotonic time of its latest ack
         self._producer = KafkaProducer(
             **kafka_client.settings(),
             bootstrap_servers=config["bootstrap"],
@@ -77,6 +90,7 @@ class StreamProducer:
             self._acked.write({"partition": md.partition, "offset": md.offset, "key": key, "seq": seq})
             with self._lock:
                 self._in_flight.pop(seq, None)
+                self.acked_at[md.partition] = time.monotonic()
 
         return callback
 
@@ -145,11 +159,17 @@ class StreamProducer:
         with self._lock:
             return bool(self._in_flight)
 
+    def last_acks(self) -> dict[int, float]:
+        with self._lock:
+            return dict(self.acked_at)
+
 
 class GroupMember:
     """A consumer-group member in a thread: reads the topic, commits synchronously about once a second."""
 
-    def __init__(self, config: dict[str, Any], consumed: JsonlWriter, commits: JsonlWriter) -> None:
+    def __init__(
+        self, config: dict[str, Any], consumed: JsonlWriter, commits: JsonlWriter, generation: int = 1
+    ) -> None:
         self._config = config
         self._topic = str(config["topic"])
         self._run_id = str(config["run_id"])
@@ -158,9 +178,14 @@ class GroupMember:
         self._lock = threading.Lock()
         self._next: dict[int, int] = {}  # partition -> offset after the last record read
         self._committed: dict[int, int] = {}
+        self.started_at = time.monotonic()
+        self.read_at: dict[int, float] = {}  # partition -> monotonic time this member last read a record of it
+        self.loop_at = self.started_at  # the member's loop last went round
+        self.last_error = ""
+        self.retired = threading.Event()
         self.drained = False
         self.final_commit = False
-        self._thread = threading.Thread(target=self._run, name="load-group-member", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"load-group-member-{generation}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -176,6 +201,36 @@ class GroupMember:
         with self._lock:
             return self._drain_by
 
+    def stalled(self, acked_at: dict[int, float], now: float) -> list[int]:
+        """Partitions whose records were acked STALL_S after this member last read one of them, and which it has
+        not read for STALL_S: a member that keeps failing to read what the cluster took."""
+        with self._lock:
+            read_at = dict(self.read_at)
+        out = []
+        for partition, acked in sorted(acked_at.items()):
+            last = read_at.get(partition, self.started_at)
+            if acked - last > STALL_S and now - last > STALL_S:
+                out.append(partition)
+        return out
+
+    def describe(self) -> str:
+        """What the member knows of itself, for the log; its consumer is not touched (not thread-safe)."""
+        now = time.monotonic()
+        with self._lock:
+            read = {p: round(now - t, 1) for p, t in sorted(self.read_at.items())}
+        frame = sys._current_frames().get(self._thread.ident or -1)
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else "(thread ended)\n"
+        return (
+            f"thread alive={self._thread.is_alive()}, loop last went round {now - self.loop_at:.1f} s ago, "
+            f"seconds since each partition's last read {read}, read up to {dict(sorted(self._next.items()))}, "
+            f"committed {dict(sorted(self._committed.items()))}, last error {self.last_error or 'none'}; "
+            f"its stack:\n{stack}"
+        )
+
+    def retire(self) -> None:
+        """Stop this member writing reads and commits, and leave the group if its consumer still answers."""
+        self.retired.set()
+
     def _connect(self) -> KafkaConsumer | None:
         while True:
             deadline = self._deadline()
@@ -186,6 +241,7 @@ class GroupMember:
                     **kafka_client.settings(),
                     bootstrap_servers=self._config["bootstrap"],
                     group_id=self._config["group"],
+                    max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
                     enable_auto_commit=False,
                     auto_offset_reset="earliest",
                     client_id="kafkalab-load-group-member",
@@ -204,7 +260,8 @@ class GroupMember:
         targets: dict[TopicPartition, int] | None = None
         last_commit = 0.0
         try:
-            while True:
+            while not self.retired.is_set():
+                self.loop_at = time.monotonic()
                 deadline = self._deadline()
                 if deadline is not None:
                     if targets is None:
@@ -219,7 +276,7 @@ class GroupMember:
                 if time.monotonic() - last_commit >= COMMIT_INTERVAL_S:
                     self._commit(consumer)
                     last_commit = time.monotonic()
-            for _ in range(5):
+            for _ in range(0 if self.retired.is_set() else 5):
                 if self._commit(consumer):
                     self.final_commit = True
                     break
@@ -236,8 +293,16 @@ class GroupMember:
             polled = consumer.poll(timeout_ms=500, max_records=2000)
         except Exception as exc:  # coordinator moves, rebalances, brokers down: keep going
             log.warning("group member poll: %r", exc)
+            self.last_error = f"poll: {exc!r}"
             time.sleep(1.0)
             return
+        if self.retired.is_set():  # its successor reads these again from the committed offsets
+            return
+        now = time.monotonic()
+        with self._lock:
+            for tp, batch in polled.items():
+                if batch:
+                    self.read_at[tp.partition] = now
         for tp, batch in polled.items():
             for msg in batch:
                 self._next[tp.partition] = max(self._next.get(tp.partition, 0), msg.offset + 1)
@@ -247,6 +312,8 @@ class GroupMember:
 
     def _commit(self, consumer: KafkaConsumer) -> bool:
         """Commit what was read on the partitions this member owns now; record it once the broker accepted it."""
+        if self.retired.is_set():
+            return False
         try:
             owned = {tp.partition for tp in consumer.assignment() if tp.topic == self._topic}
             todo = {p: o for p, o in self._next.items() if p in owned and self._committed.get(p) != o}
@@ -258,6 +325,7 @@ class GroupMember:
             )
         except Exception as exc:  # CommitFailedError after a rebalance, coordinator unavailable, timeouts
             log.warning("group commit failed (%r); next one in %.0f s", exc, COMMIT_INTERVAL_S)
+            self.last_error = f"commit: {exc!r}"
             return False
         self._committed.update(todo)
         self._commits.write({"offsets": {str(p): o for p, o in sorted(todo.items())}})
@@ -316,7 +384,22 @@ def run(state: StateDir) -> int:
     member.start()
     producer.start()
     ready = False
+    restarts = 0
     while not stopping.wait(FLUSH_INTERVAL_S):
+        stalled = member.stalled(producer.last_acks(), time.monotonic())
+        if stalled:
+            restarts += 1
+            log.error(
+                "group member stalled: nothing read of partitions %s for %.0f s while their records were acked; "
+                "starting member %d of the group. The stalled member: %s",
+                stalled,
+                STALL_S,
+                restarts + 1,
+                member.describe(),
+            )
+            member.retire()
+            member = GroupMember(config, group, commits, generation=restarts + 1)
+            member.start()
         if not state.config.exists():
             # The run's state was removed (a scenario starting over after a failed one): nobody can account for
             # this run any more, and producing on would only take CPU from the next one.
@@ -348,6 +431,7 @@ def run(state: StateDir) -> int:
             "group_consumed": group.count,
             "drained": member.drained,
             "final_commit": member.final_commit,
+            "group_member_restarts": restarts,
             "clean": clean,
         },
     )
