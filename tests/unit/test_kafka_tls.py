@@ -3,9 +3,11 @@ preflight refuses (a lost or other CA, a running cluster switching its controlle
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.filter.machines import inventory_folder
 from ansible_collections.kafkalab.common.plugins.filter.tls import san_entry
 from kafka_cluster import kafka_cluster_model
 from kafka_outputs import kafka_server_properties, to_properties
@@ -217,3 +219,13 @@ def test_the_expiry_metric_names_the_node_and_the_certificates_end_in_unix_time(
     assert "# TYPE kafka_tls_certificate_expiry_timestamp_seconds gauge" in text
     # Check mode on a first run: no certificate yet, nothing to write.
     assert kafka_tls_expiry_metric("", "kafka2") == ""
+
+
+def test_the_ca_and_secrets_live_beside_the_first_inventory_source(tmp_path: Path) -> None:
+    """kafka_tls_ca_dir and spark_authenticate_secret_file default to <inventory_folder>/.pki and /.secrets."""
+    folder = tmp_path / "inventories" / "prod"
+    folder.mkdir(parents=True)
+    (folder / "hosts.yml").write_text("all: {}\n")
+    assert inventory_folder([str(folder)]) == str(folder)
+    assert inventory_folder([f"{folder}/"]) == str(folder)
+    assert inventory_folder([str(folder / "hosts.yml"), "/elsewhere/other.yml"]) == str(folder)

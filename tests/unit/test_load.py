@@ -686,18 +686,21 @@ def test_stop_reports_the_group_member_restarts_and_a_failure_shows_the_load_log
     fake_cluster(monkeypatch, acked[:5])
     monkeypatch.setattr(control, "alive", lambda pid: False)
     state.done.write_text(json.dumps({"drained": True, "final_commit": True, "group_member_restarts": 2}))
+    refused = "ERROR kafka-io-kafkalab-load-group-member: Connection failed: KafkaConnectionError: 111 ECONNREFUSED"
     state.log.write_text(
         "2026-11-28 00:00:01,000 INFO load-producer: first acks arrived: producing\n"
         "2026-11-28 00:03:00,000 ERROR MainThread: group member stalled: nothing read of partitions [0, 1]\n"
         '  File "runner.py", line 1, in poll\n'
-        "2026-11-28 00:03:01,000 WARNING load-group-member-2: group commit failed (CommitFailedError())\n"
+        + "".join(f"2026-11-28 00:03:00,{i:03d} {refused}\n" for i in range(30))
+        + "2026-11-28 00:03:01,000 WARNING load-group-member-2: group commit failed (CommitFailedError())\n"
     )
     assert control.stop(state.path, "the end", None, timeout_s=5) == 1
     out, err = capsys.readouterr()
     assert "group_member_restarts=2" in out
     assert "FAILED: 1 acked records lost (first seq: 5)" in err
-    shown = err.split("warnings and errors", 1)[1].splitlines()[1:]
-    assert [line.split()[2] for line in shown] == ["ERROR", "WARNING"]
+    # The load's own lines, and only the last few of its clients' refused connections, in the log's order.
+    shown = [line.split()[3] for line in err.split("warnings and errors", 1)[1].splitlines()[1:]]
+    assert shown == ["MainThread:"] + ["kafka-io-kafkalab-load-group-member:"] * 8 + ["load-group-member-2:"]
 
 
 FAKE_RUNNER = """#!{python}

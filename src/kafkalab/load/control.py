@@ -28,6 +28,7 @@ from kafkalab.load.files import (
     LoadError,
     StateDir,
     append_to_list,
+    problem_lines,
     read_json,
     read_jsonl,
     tail,
@@ -318,9 +319,6 @@ def account(
     return report
 
 
-LOG_LINES_ON_FAILURE = 20
-
-
 def _publish(report: acc.PhaseReport, report_file: Path | None, state: StateDir | None = None) -> int:
     print(report.line(), flush=True)
     for problem in report.problems():
@@ -328,7 +326,7 @@ def _publish(report: acc.PhaseReport, report_file: Path | None, state: StateDir 
     if state is not None and not report.ok:
         # The load process's own warnings and errors say what its clients met; the log may be gone by the time
         # someone reads this (a scenario's temporary directory).
-        lines = tail(state.log, LOG_LINES_ON_FAILURE, levels=("ERROR", "WARNING")).splitlines()
+        lines = problem_lines(state.log)
         if lines:
             print(f"  the load process's last warnings and errors ({state.log}):", file=sys.stderr)
             for line in lines:

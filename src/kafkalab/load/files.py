@@ -181,12 +181,28 @@ def append_to_list(path: Path, entry: dict[str, Any]) -> None:
     write_json(path, [*current, entry])
 
 
-def tail(path: Path, lines: int = 25, levels: tuple[str, ...] = ()) -> str:
-    """The last lines of a log file, for a message (empty if there is none); with `levels`, only the lines
-    logged at one of them (logging's "<time> LEVEL <thread>: <message>")."""
+def tail(path: Path, lines: int = 25) -> str:
+    """The last lines of a log file, for a message (empty if there is none)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-    kept = [line for line in text.splitlines() if not levels or any(f" {lv} " in line for lv in levels)]
-    return "\n".join(kept[-lines:])
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def problem_lines(path: Path, own: int = 12, clients: int = 8) -> list[str]:
+    """The load process's last warnings and errors, in the log's order, for a failure message: its own (the
+    producer's and the group member's threads, the main thread's watchdog) and fewer of its Kafka clients' (their
+    kafka-* I/O threads log every refused connection while a broker restarts, which would crowd the rest out).
+    Lines are logging's "<date> <time> <LEVEL> <thread>: <message>"."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    hits = []
+    for number, line in enumerate(text.splitlines()):
+        parts = line.split(" ", 4)
+        if len(parts) >= 4 and parts[2] in ("ERROR", "WARNING"):
+            hits.append((number, line, parts[3].startswith("kafka-")))
+    kept = [h for h in hits if not h[2]][-own:] + [h for h in hits if h[2]][-clients:]
+    return [line for _, line, _ in sorted(kept)]
