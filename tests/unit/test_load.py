@@ -582,6 +582,18 @@ class AckingProducer(FakeProducer):
         return FakeFuture("ack", SimpleNamespace(partition=0, offset=self.offset - 1))
 
 
+def run_until_sigterm(state: StateDir, after_s: float) -> tuple[int, dict[str, Any]]:
+    """The background process's body, here, until a SIGTERM `after_s` seconds in; its exit code and done.json."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    try:
+        code = runner.run(state)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return code, json.loads(state.done.read_text())
+
+
 def test_the_background_process_reports_ready_and_on_sigterm_shuts_down_cleanly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -589,14 +601,7 @@ def test_the_background_process_reports_ready_and_on_sigterm_shuts_down_cleanly(
     state.acked.unlink()
     monkeypatch.setattr(runner, "KafkaProducer", AckingProducer)
     monkeypatch.setattr(runner, "KafkaConsumer", FakeConsumer)
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
-    try:
-        code = runner.run(state)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    done = json.loads(state.done.read_text())
+    code, done = run_until_sigterm(state, after_s=1.5)
     assert code == 0, done
     assert state.ready.exists()
     assert done["clean"] and done["drained"] and done["final_commit"] and done["unresolved"] == 0
@@ -654,17 +659,12 @@ def test_a_stalled_group_member_is_replaced_by_a_new_one_of_the_group_and_the_re
         return made[-1]
 
     monkeypatch.setattr(runner, "KafkaConsumer", consumer)
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    threading.Timer(2.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
     try:
-        code = runner.run(state)
+        code, done = run_until_sigterm(state, after_s=2.5)
     finally:
         for c in made:
             if isinstance(c, HungConsumer):
                 c.release.set()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    done = json.loads(state.done.read_text())
     assert code == 0, done
     assert [type(c) for c in made] == [HungConsumer, LiveTopicConsumer]
     assert done["group_member_restarts"] == 1 and done["drained"] and done["final_commit"]
