@@ -19,7 +19,7 @@ TOOLS = ["kafka-topics", "kafka-configs", "kafka-metadata-quorum", "kafka-consol
          "kafka-leader-election", "kafka-storage"]  # fmt: skip
 
 
-def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True) -> Path:
+def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True, java_home: str = "") -> Path:
     env = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["comment"] = lambda text: f"# {text}"
     env.filters["split"] = lambda text, sep: str(text).split(sep)  # Ansible's split filter
@@ -42,9 +42,10 @@ def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True) -> Path:
             __kafka_log={"option": "-Dlog4j2.configurationFile=", "tools_config": "tools-log4j2.properties"},
             __kafka_conf_dir=str(conf),
             __kafka_log_path=str(tmp / "log"),
-            kafka_java_home="",
+            kafka_java_home=java_home,
             kafka_cli_bin_dir=str(tmp),
             __kafka_current_dir=str(release),
+            __kafka_cds_dir=str(tmp / "cds"),
             kafka_version=version,
         )
     )
@@ -137,3 +138,75 @@ def test_admin_tools_start_with_the_client_compiler_and_long_running_tools_keep_
     mine = subprocess.run([str(tmp / "kafka-topics")], capture_output=True, text=True, check=True,
                           env={**env, "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseG1GC"})  # fmt: skip
     assert mine.stdout.strip() == "-XX:+UseG1GC"
+
+
+def cds_node(tmp: Path) -> Path:
+    """A node with a JDK and the archive directory, whose tools act as the JVM does with the CDS options: make
+    the archive named by -XX:ArchiveClassesAtExit as they exit, and print the options they got."""
+    jdk = tmp / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "bin" / "java").write_text("#!/bin/sh\n")
+    tmp = wrapper(tmp, java_home=str(jdk))
+    (tmp / "cds").mkdir()
+    fake = (
+        "#!/bin/sh\n"
+        'for o in $KAFKA_JVM_PERFORMANCE_OPTS; do case "$o" in\n'
+        '  -XX:ArchiveClassesAtExit=*) echo classes > "${o#*=}" ;;\n'
+        "esac; done\n"
+        'printf "%s\\n" $KAFKA_JVM_PERFORMANCE_OPTS\n'
+        'exit "${FAKE_RC:-0}"\n'
+    )
+    for tool in ("kafka-topics", "kafka-configs", "kafka-console-producer"):
+        (tmp / "release" / "bin" / f"{tool}.sh").write_text(fake)
+    return tmp
+
+
+def cds_options(tmp: Path, tool: str, rc: int = 0) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_JVM_PERFORMANCE_OPTS"}
+    done = subprocess.run([str(tmp / tool)], capture_output=True, text=True, env={**env, "FAKE_RC": str(rc)})
+    assert done.returncode == rc, done.stderr
+    return [o for o in done.stdout.split() if "Archive" in o or o.startswith("-Xlog")]
+
+
+def test_an_admin_tools_first_run_makes_its_class_data_archive_and_later_runs_read_it(tmp_path: Path) -> None:
+    tmp = cds_node(tmp_path)
+    java = tmp / "jdk" / "bin" / "java"
+    archive = tmp / "cds" / f"release-{java.stat().st_ino}-{int(java.stat().st_mtime)}-kafka-topics.jsa"
+    first = cds_options(tmp, "kafka-topics")
+    assert first[0].startswith(f"-XX:ArchiveClassesAtExit={archive}.")
+    # JVM messages go to stderr, never into the output the modules parse: the run that makes the archive keeps
+    # errors only (Kafka 3's log4j 1 classes draw a warning each), later ones warnings (an archive that does
+    # not match).
+    assert first[1:] == ["-Xlog:disable", "-Xlog:all=error:stderr"]
+    assert sorted(p.name for p in (tmp / "cds").iterdir()) == [archive.name]
+    assert oct(archive.stat().st_mode & 0o777) == "0o600"  # root's tools read it; nobody else needs to
+    assert cds_options(tmp, "kafka-topics") == [
+        f"-XX:SharedArchiveFile={archive}",
+        "-Xlog:disable",
+        "-Xlog:all=warning:stderr",
+    ]
+    # Each tool has its own; a console tool (runs long, keeps the release's JVM options) has none.
+    assert cds_options(tmp, "kafka-configs")[0].startswith("-XX:ArchiveClassesAtExit=")
+    assert cds_options(tmp, "kafka-console-producer") == []
+
+
+def test_only_a_run_that_exits_0_names_its_archive_and_a_new_jvm_build_replaces_it(tmp_path: Path) -> None:
+    tmp = cds_node(tmp_path)
+    # A JVM killed as it wrote (137), or one that could not write it all (1), leaves a truncated archive, which
+    # would crash every later run (SIGBUS): it is dropped, and the tool's exit code kept.
+    for rc in (137, 1):
+        assert cds_options(tmp, "kafka-topics", rc=rc)[0].startswith("-XX:ArchiveClassesAtExit=")
+        assert list((tmp / "cds").iterdir()) == []
+    assert cds_options(tmp, "kafka-topics")[0].startswith("-XX:ArchiveClassesAtExit=")
+    (old,) = (tmp / "cds").iterdir()
+    java = tmp / "jdk" / "bin" / "java"
+    os.utime(java, (java.stat().st_atime, java.stat().st_mtime + 60))  # a JDK package upgrade
+    assert cds_options(tmp, "kafka-topics")[0].startswith("-XX:ArchiveClassesAtExit=")
+    (new,) = (tmp / "cds").iterdir()
+    assert new != old and not list((tmp / "cds").glob("*.jsa.*"))
+
+
+def test_no_archive_directory_means_no_class_data_options(tmp_path: Path) -> None:
+    tmp = cds_node(tmp_path)
+    (tmp / "cds").rmdir()
+    assert cds_options(tmp, "kafka-topics") == []
