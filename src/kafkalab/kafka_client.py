@@ -1,11 +1,12 @@
-"""How every kafka-python client of the project reaches the cluster: plain, or TLS trusting the project CA.
+"""How every kafka-python client of the project reaches the cluster: plain, TLS trusting the project CA, or
+that plus a SCRAM-SHA-512 login (SASL_SSL).
 
 One place for it: the load, the cluster report, the lag exporter, the bench, the end-to-end helpers, the
 topics module and the verification suite build their clients with `settings()` merged in. The settings are
 Kafka client properties (what Kafka's own tools read with --command-config), from the file named by
 KAFKALAB_CLIENT_CONFIG (the tools' --client-config sets it, so processes they start inherit it). The kafka role
-writes that file on the controller machine when the bootstrap listener runs TLS (kafka_cluster.client_config);
-no file means PLAINTEXT.
+writes that file on the controller machine when the bootstrap listener runs TLS (kafka_cluster.client_config;
+with SASL_SSL it holds the admin user's login, so it is 0600); no file means PLAINTEXT.
 
 Only what these clients use is understood; any other key is refused by name rather than silently dropped (a
 client that quietly ignored a setting would talk to the cluster some other way than its owner asked).
@@ -14,12 +15,21 @@ client that quietly ignored a setting would talk to the cluster some other way t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 ENV = "KAFKALAB_CLIENT_CONFIG"
-PROTOCOLS = ("PLAINTEXT", "SSL")
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
+MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+# The one JAAS login this project writes (filter_plugins/kafka_sasl.py): ScramLoginModule with a user and password.
+JAAS = re.compile(
+    r"^org\.apache\.kafka\.common\.security\.scram\.ScramLoginModule\s+required\s+"
+    r'username="(?P<user>[^"]+)"\s+password="(?P<password>[^"]*)"\s*;$'
+)
 KNOWN = {
+    "sasl.mechanism",
+    "sasl.jaas.config",
     "security.protocol",
     "ssl.truststore.type",
     "ssl.truststore.location",
@@ -66,7 +76,9 @@ def from_properties(props: Mapping[str, str], where: str = "the client settings"
             raise ClientConfigError(
                 f"{where}: ssl.{kind}.type '{store_type}': the Python clients read PEM files only. Give a PEM file."
             )
-    settings: dict[str, Any] = {"security_protocol": "SSL"}
+    settings: dict[str, Any] = {"security_protocol": protocol}
+    if protocol == "SASL_SSL":
+        settings.update(_login(props, where))
     if props.get("ssl.truststore.location"):
         settings["ssl_cafile"] = props["ssl.truststore.location"]
     if props.get("ssl.keystore.location"):
@@ -75,6 +87,24 @@ def from_properties(props: Mapping[str, str], where: str = "the client settings"
     # Kafka's default (https) checks the broker's certificate names the address dialled; '' turns that off.
     settings["ssl_check_hostname"] = props.get("ssl.endpoint.identification.algorithm", "https") != ""
     return settings
+
+
+def _login(props: Mapping[str, str], where: str) -> dict[str, Any]:
+    mechanism = props.get("sasl.mechanism", "GSSAPI").upper()
+    if mechanism not in MECHANISMS:
+        raise ClientConfigError(f"{where}: sasl.mechanism '{mechanism}' is not one of {', '.join(MECHANISMS)}.")
+    # Never echo the value: it holds a password.
+    login = JAAS.match(props.get("sasl.jaas.config", "").strip())
+    if not login:
+        raise ClientConfigError(
+            f"{where}: sasl.jaas.config is not a ScramLoginModule login with username and password "
+            '(org.apache.kafka.common.security.scram.ScramLoginModule required username="..." password="...";).'
+        )
+    return {
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": login.group("user"),
+        "sasl_plain_password": login.group("password"),
+    }
 
 
 def settings(path: str | None = None) -> dict[str, Any]:

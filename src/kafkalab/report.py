@@ -97,7 +97,7 @@ def collect(bootstrap: str, include_internal: bool = False, timeout_ms: int = 15
         key=lambda b: b["id"],
     )
     settings = kafka_client.settings()
-    if settings.get("security_protocol") == "SSL":
+    if settings.get("security_protocol") in ("SSL", "SASL_SSL"):
         for b in brokers:
             b["certificate_expires"] = certificate_expiry(b["host"], b["port"], settings)
     return {

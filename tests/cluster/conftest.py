@@ -209,14 +209,18 @@ class Cluster:
 def listener_protocol(props: dict[str, str], name: str) -> str:
     """The security protocol a node's listener runs, as its server.properties maps it."""
     protocols = dict(item.split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",") if item)
-    return protocols.get(name, name if name in ("PLAINTEXT", "SSL") else "PLAINTEXT")
+    return protocols.get(name, name if name in ("PLAINTEXT", "SSL", "SASL_SSL") else "PLAINTEXT")
 
 
 def listener_security(props: dict[str, str], name: str) -> dict[str, Any]:
-    """kafka-python's settings for a client of this listener: PLAINTEXT, or TLS trusting the project CA (explicit
-    either way, so they override the bootstrap listener's settings the helpers merge in)."""
-    if listener_protocol(props, name) == "SSL":
-        return {"security_protocol": "SSL", "ssl_cafile": os.path.join(ca_dir(), "ca.pem")}
+    """kafka-python's settings for a client of this listener: PLAINTEXT, TLS trusting the project CA, or that and
+    the admin's login (SASL_SSL, from the settings the kafka role wrote beside the CA). Explicit either way, so they
+    override the bootstrap listener's settings the helpers merge in."""
+    protocol = listener_protocol(props, name)
+    if protocol in ("SSL", "SASL_SSL"):
+        login = {k: v for k, v in kafka_client.settings(os.path.join(ca_dir(), "client.properties")).items()
+                 if k.startswith("sasl_")} if protocol == "SASL_SSL" else {}  # fmt: skip
+        return {"security_protocol": protocol, "ssl_cafile": os.path.join(ca_dir(), "ca.pem"), **login}
     return {"security_protocol": "PLAINTEXT"}
 
 
@@ -232,7 +236,7 @@ def cluster(mode: str) -> Cluster:
     # way the project's tools do: from the file the kafka role writes on the controller when that listener is TLS.
     protocols = {listener_protocol(props[b], props[b]["inter.broker.listener.name"]) for b in brokers}
     assert len(protocols) <= 1, f"the brokers disagree on their inter-broker listener's protocol: {protocols}"
-    if protocols == {"SSL"}:
+    if protocols in ({"SSL"}, {"SASL_SSL"}):
         client_config = os.path.join(ca_dir(), "client.properties")
         assert os.path.exists(client_config), f"the inter-broker listener runs TLS, but {client_config} is missing"
         kafka_client.use(client_config)

@@ -214,7 +214,7 @@ def _tls_client_endpoints(cluster: Cluster) -> list[tuple[str, str, str, int]]:
         controller_names = set(props.get("controller.listener.names", "").split(","))
         for item in props.get("advertised.listeners", "").split(","):
             name, _, rest = item.partition("://")
-            if rest and name not in controller_names and listener_protocol(props, name) == "SSL":
+            if rest and name not in controller_names and listener_protocol(props, name) in ("SSL", "SASL_SSL"):
                 address, _, port = rest.rpartition(":")
                 found.append((broker, name, address, int(port)))
     return found
@@ -310,7 +310,7 @@ def test_prometheus_holds_when_the_nodes_certificate_expires(host: Any, tls: dic
 
 def test_the_report_shows_each_brokers_certificate_expiry_as_openssl_reads_it_on_the_wire(cluster: Cluster) -> None:
     props = cluster.properties[cluster.brokers[0]]
-    if listener_protocol(props, props["inter.broker.listener.name"]) != "SSL":
+    if listener_protocol(props, props["inter.broker.listener.name"]) not in ("SSL", "SASL_SSL"):
         pytest.skip("the bootstrap listener of this inventory does not run TLS")
     ca = os.path.join(ca_dir(), "ca.pem")
     brokers = report.collect(cluster.bootstrap)["brokers"]

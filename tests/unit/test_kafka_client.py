@@ -47,12 +47,49 @@ def test_a_pem_key_store_is_the_key_and_the_certificate_and_names_can_go_uncheck
     }
 
 
+def test_a_scram_login_over_tls_becomes_kafka_pythons_sasl_settings() -> None:
+    props = {
+        "security.protocol": "SASL_SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/inv/.pki/ca.pem",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" '
+        'password="Adm1n-pass-word";',
+    }
+    assert kafka_client.from_properties(props) == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "admin",
+        "sasl_plain_password": "Adm1n-pass-word",
+        "ssl_cafile": "/inv/.pki/ca.pem",
+        "ssl_check_hostname": True,
+    }
+
+
+def test_a_refused_login_never_shows_the_password() -> None:
+    props = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": "secret-123"}
+    with pytest.raises(kafka_client.ClientConfigError) as refused:
+        kafka_client.from_properties(props)
+    assert "secret-123" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "props,message",
     [
-        ({"security.protocol": "SASL_SSL"}, "security.protocol 'SASL_SSL' is not one of PLAINTEXT, SSL"),
+        ({"security.protocol": "SASL_PLAINTEXT"}, "'SASL_PLAINTEXT' is not one of PLAINTEXT, SSL, SASL_SSL"),
         ({"security.protocol": "SSL", "ssl.truststore.type": "JKS"}, "ssl.truststore.type 'JKS'"),
-        ({"security.protocol": "SSL", "sasl.mechanism": "SCRAM-SHA-512"}, "unknown key(s) sasl.mechanism"),
+        ({"security.protocol": "SSL", "sasl.kerberos.service.name": "k"}, "unknown key(s) sasl.kerberos.service.name"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "sasl.mechanism 'PLAIN' is not one of"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512"}, "sasl.jaas.config is not a"),
+        (
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" '
+                'password="Sec-ret-12345";',
+            },
+            "sasl.jaas.config is not a ScramLoginModule login",
+        ),
     ],
 )
 def test_what_the_clients_cannot_follow_is_refused_by_name(props: dict[str, str], message: str) -> None:

@@ -118,7 +118,7 @@ def test_a_running_cluster_does_not_switch_its_controller_listener(now: str, wan
     problems = kafka_tls_problems(m, {"k2": {"config": running(now), "ca": ""}}, "", "/inv/.pki")
     assert problems == [
         f"k2: its listener CONTROLLER runs {now}, and kafka_controller_listener.protocol is {wanted}: "
-        "switching a running cluster's controller listener between PLAINTEXT and SSL is not supported (a roll "
+        f"switching a running cluster's controller listener from {now} to {wanted} is not supported (a roll "
         "would split the quorum: restarted and waiting nodes could not talk). Set the protocol back to "
         f"{now}; or rebuild the lab cluster with {wanted} from the start."
     ]
@@ -169,7 +169,10 @@ def test_tls_listeners_are_refused_in_zookeeper_mode_for_now() -> None:
     zk = {**SECURED, "mode": "zookeeper", "version": "3.9.2", "zookeeper_client_port": 2181}
     hosts = {**HOSTS, "z1": {"ansible_host": "10.0.0.31", "zookeeper_id": 1}}
     m = kafka_cluster_model(hosts, [], BROKERS, zk, ["z1"])
-    assert any("run SSL, but the cluster runs on ZooKeeper" in p and "INTERNAL, CLIENTS" in p for p in m["problems"])
+    assert any(
+        "run TLS (SSL or SASL_SSL), but the cluster runs on ZooKeeper" in p and "INTERNAL, CLIENTS" in p
+        for p in m["problems"]
+    )
 
 
 @pytest.mark.parametrize("now,wanted", [("PLAINTEXT", "SSL"), ("SSL", "PLAINTEXT")])
@@ -180,9 +183,9 @@ def test_a_running_cluster_does_not_switch_its_inter_broker_listener(now: str, w
     problems = kafka_tls_problems(m, {"k4": {"config": config, "ca": ""}}, "", "/inv/.pki")
     assert problems == [
         f"k4: its listener INTERNAL runs {now}, and the protocol of kafka_inter_broker_listener_name's listener is "
-        f"{wanted}: switching a running cluster's inter-broker listener between PLAINTEXT and SSL is not supported "
+        f"{wanted}: switching a running cluster's inter-broker listener from {now} to {wanted} is not supported "
         "(a roll would split replication: restarted and waiting nodes could not talk). Set the protocol back to "
-        f"{now}; to secure a running cluster, add a new listener with protocol SSL, then move "
+        f"{now}; to secure a running cluster, add a new listener with protocol SSL or SASL_SSL, then move "
         f"kafka_inter_broker_listener_name to it in a second run; or rebuild the lab cluster with {wanted} from the "
         "start."
     ]

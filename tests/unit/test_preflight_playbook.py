@@ -81,7 +81,7 @@ def refused_in_preflight(run: PlaybookRun, message: str) -> None:
             None,
             (),
             True,
-            "listener INTERNAL: protocol SASL_SSL needs SASL settings (users, JAAS)",
+            "listener(s) INTERNAL run SASL_SSL, and kafka_admin_user is 'admin', which kafka_users does not declare",
             id="secured-listener-in-check-mode",
         ),
         pytest.param(

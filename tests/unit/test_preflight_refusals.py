@@ -361,7 +361,7 @@ CASES = [
     pytest.param(
         lambda: kafka(s={"controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SASL_SSL"}}),
         [
-            "listener CONTROLLER: protocol SASL_SSL needs SASL settings (users, JAAS), which this project does not render yet (a broker would fail to start). Use PLAINTEXT or SSL.",
+            "kafka_controller_listener: protocol SASL_SSL is not supported: controllers and brokers authenticate each other on the controller listener by their certificates (mutual TLS). Use SSL.",
         ],
         id="controller-listener-sasl",
     ),
@@ -402,7 +402,7 @@ CASES = [
     pytest.param(
         lambda: zk_mode(s={"controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"}}),
         [
-            "listener(s) CONTROLLER (kafka_listeners / kafka_controller_listener) run SSL, but the cluster runs on ZooKeeper or migrates off it (kafka_mode zookeeper, kafka_migration_phase ''): TLS is supported in KRaft mode only for now. Keep PLAINTEXT (kafka_listeners, kafka_controller_listener) until the migration is finalized, then set SSL.",
+            "listener(s) CONTROLLER (kafka_listeners / kafka_controller_listener) run TLS (SSL or SASL_SSL), but the cluster runs on ZooKeeper or migrates off it (kafka_mode zookeeper, kafka_migration_phase ''): TLS is supported in KRaft mode only for now. Keep PLAINTEXT (kafka_listeners, kafka_controller_listener) until the migration is finalized, then set SSL.",
         ],
         id="controller-listener-tls-in-zookeeper-mode",
     ),

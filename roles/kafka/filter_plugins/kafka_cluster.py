@@ -40,6 +40,8 @@ from ansible_collections.kafkalab.common.plugins.module_utils.replication import
 
 LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 SECURITY_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+# The protocols that run TLS: SSL (the certificate is the identity) and SASL_SSL (SCRAM users over TLS).
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 # What a kafka_listeners item may say. `external`: advertised under a per-host address outside the
 # cluster network (NAT, load balancer); `client_networks`: who may reach it (firewall role).
 LISTENER_KEYS = {
@@ -156,10 +158,15 @@ def _check_listener_definitions(
     for item in [*listeners, *([controller_listener] if controller_listener is not None else [])]:
         protocol = str(item.get("protocol", "PLAINTEXT"))
         is_controller = item is controller_listener
-        if protocol.startswith("SASL_"):
+        if protocol == "SASL_PLAINTEXT":
             problems.append(
-                f"listener {item.get('name')}: protocol {protocol} needs SASL settings (users, JAAS), which this "
-                "project does not render yet (a broker would fail to start). Use PLAINTEXT or SSL."
+                f"listener {item.get('name')}: protocol SASL_PLAINTEXT would carry every record and the SCRAM "
+                "exchange in the clear; this project runs SCRAM over TLS only. Use SASL_SSL."
+            )
+        if protocol == "SASL_SSL" and is_controller:
+            problems.append(
+                "kafka_controller_listener: protocol SASL_SSL is not supported: controllers and brokers authenticate "
+                "each other on the controller listener by their certificates (mutual TLS). Use SSL."
             )
         client_auth = item.get("client_auth")
         if client_auth is not None and (protocol != "SSL" or str(client_auth) not in TLS_CLIENT_AUTH):
@@ -548,12 +555,13 @@ def kafka_cluster_model(
     tls_listeners = [
         str(item.get("name"))
         for item in [*listeners, controller_listener]
-        if str(item.get("protocol", "PLAINTEXT")) == "SSL"
+        if str(item.get("protocol", "PLAINTEXT")) in TLS_PROTOCOLS
     ]
     tls = bool(tls_listeners)
     if tls and (zookeeper_mode or phase):
         problems.append(
-            f"listener(s) {', '.join(tls_listeners)} (kafka_listeners / kafka_controller_listener) run SSL, but the "
+            f"listener(s) {', '.join(tls_listeners)} (kafka_listeners / kafka_controller_listener) run TLS (SSL or "
+            "SASL_SSL), but the "
             "cluster runs on ZooKeeper or migrates off it "
             f"(kafka_mode {mode}, kafka_migration_phase '{phase}'): TLS is supported in KRaft mode only for now. "
             "Keep PLAINTEXT (kafka_listeners, kafka_controller_listener) until the migration is finalized, then set "
@@ -744,7 +752,7 @@ def kafka_cluster_model(
     # that listener runs TLS; '' otherwise.
     client_tls_dir = (
         str(settings.get("tls_ca_dir") or "").rstrip("/")
-        if inter_broker_protocol == "SSL" and tls and not zookeeper_mode and not phase
+        if inter_broker_protocol in TLS_PROTOCOLS and tls and not zookeeper_mode and not phase
         else ""
     )
     return {
@@ -768,8 +776,14 @@ def kafka_cluster_model(
                 item.get("client_auth") or ("required" if item is controller_listener else "none")
             )
             for item in [*listeners, *([controller_listener] if not zookeeper_mode else [])]
-            if str(item.get("protocol", "PLAINTEXT")) == "SSL"
+            if str(item.get("protocol", "PLAINTEXT")) in TLS_PROTOCOLS
         },
+        # The listeners (by name) whose clients log in with SCRAM-SHA-512 users (kafka_users; kafka_sasl.py).
+        "sasl_listeners": sorted(
+            str(item.get("name"))
+            for item in listeners
+            if str(item.get("protocol", "PLAINTEXT")) == "SASL_SSL" and not zookeeper_mode and not phase
+        ),
         "version": str(settings.get("version") or ""),
         "nodes": nodes,
         "inter_broker_listener_name": inter_broker_name,

@@ -5,8 +5,8 @@ node's certificate carries (`tls_names`); tasks/tls.yml makes the keys and certi
 turn that into properties (the server's, listener-prefixed, and the admin tools') and into the host
 preflight's refusals: a cluster whose nodes trust another CA than the project's (the CA was lost or
 moved: a new one would make the nodes distrust each other in the middle of a roll), and a running cluster
-whose controller or inter-broker listener would switch between PLAINTEXT and SSL (a roll would split the
-quorum or the replication: the restarted nodes and the others could not talk).
+whose controller or inter-broker listener would switch from one protocol to another (PLAINTEXT, SSL,
+SASL_SSL: a roll would split the quorum or the replication, the restarted nodes and the others could not talk).
 
 Pure functions over plain data, so tests/unit exercises them without Ansible or containers.
 """
@@ -87,7 +87,7 @@ def kafka_tls_problems(
         inter_broker_name: (
             "the protocol of kafka_inter_broker_listener_name's listener",
             "replication",
-            "; to secure a running cluster, add a new listener with protocol SSL, then move "
+            "; to secure a running cluster, add a new listener with protocol SSL or SASL_SSL, then move "
             "kafka_inter_broker_listener_name to it in a second run",
         ),
     }
@@ -101,12 +101,16 @@ def kafka_tls_problems(
             )
             for name, (variable, split, other_way) in watched.items():
                 now = protocols.get(name)
-                wanted = "SSL" if name in tls_listeners else "PLAINTEXT"
+                wanted = (
+                    str(listener.get("protocol") or "PLAINTEXT")
+                    if name == controller_name
+                    else str(model.get("inter_broker_protocol") or ("SSL" if name in tls_listeners else "PLAINTEXT"))
+                )
                 if name and now is not None and now != wanted:
                     problems.append(
                         f"{host}: its listener {name} runs {now}, and {variable} is {wanted}: switching a running "
-                        f"cluster's {'controller' if name == controller_name else 'inter-broker'} listener between "
-                        f"PLAINTEXT and SSL is not supported (a roll would split {split}: restarted and waiting nodes "
+                        f"cluster's {'controller' if name == controller_name else 'inter-broker'} listener from "
+                        f"{now} to {wanted} is not supported (a roll would split {split}: restarted and waiting nodes "
                         f"could not talk). Set the protocol back to {now}{other_way}; or rebuild the lab cluster with "
                         f"{wanted} from the start."
                     )

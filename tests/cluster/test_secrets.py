@@ -1,12 +1,13 @@
 """Secrets never appear in Ansible's output or in files a non-root user can read.
 
 The secrets are whatever the deployed cluster holds, read as root: every PEM private key under /etc on every
-machine (each Kafka node's key, in key.pem and node.pem), the project CA's key on the controller, and Spark's shared
-secret (spark.authenticate.secret). A key gives itself away by any line of its base64 body.
+machine (each Kafka node's key, in key.pem and node.pem), the project CA's key on the controller, Spark's shared
+secret (spark.authenticate.secret), and every SCRAM user's password the inventory declares (kafka_users). A key
+gives itself away by any line of its base64 body.
 
-- The output of a whole converge at -vvv (molecule/spark/side_effect.yml's first play runs site.yml again that
-  way, into .cache/lifecycle/molecule-spark.vvv.log) holds none of them, and shows that it ran the tasks that handle
-  them with their output hidden.
+- The output of a whole converge at -vvv (the spark and the default scenarios' side effects run site.yml again that
+  way, into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them, and shows that it ran the tasks that
+  handle them with their output hidden.
 - On every machine, no file under /etc, /opt, /var, /srv, /run, /tmp, /home or /root that the user nobody can
   read holds one.
 """
@@ -21,9 +22,14 @@ from typing import Any
 
 import pytest
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
-from inventory_hosts import ROOT, ca_dir, group, node, one_per_machine
+from inventory_hosts import ROOT, ca_dir, group, inventory_listing, node, one_per_machine, runner
 
-VVV_LOG = ROOT / ".cache" / "lifecycle" / "molecule-spark.vvv.log"
+from kafkalab.ansible_driver import group_hosts
+
+SCENARIO = os.environ.get("MOLECULE_SCENARIO_NAME", "spark")
+VVV_LOG = ROOT / ".cache" / "lifecycle" / f"molecule-{SCENARIO}.vvv.log"
+# The scenarios whose side effect runs site.yml at -vvv into VVV_LOG.
+VVV_SCENARIOS = ("default", "spark")
 MACHINES = one_per_machine(sorted(set(group("all")) - {"localhost"}))
 SCANNED = "/etc /opt /var /srv /run /tmp /home /root"
 PEM_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)\n-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
@@ -54,36 +60,48 @@ def _host_secrets(host: Any) -> dict[str, set[str]]:
     return found
 
 
+def _scram_passwords() -> dict[str, set[str]]:
+    kafka = group("kafka")
+    users = (runner().get_variables(kafka[0]).get("kafka_users") or []) if kafka else []
+    return {f"kafka_users:{u['name']}": {str(u["password"])} for u in users if u.get("password")}
+
+
 @pytest.fixture(scope="module")
 def secrets() -> dict[str, set[str]]:
     """'<machine>:<where>' -> the strings that would give that secret away."""
     found = {f"{m}:{where}": values for m in MACHINES for where, values in _host_secrets(node(m)).items()}
+    found.update(_scram_passwords())
     ca_key = Path(ca_dir()) / "ca.key"
     if ca_key.exists():
         ca_cert = ca_key.with_name("ca.pem")
         found[f"controller:{ca_key}"] = _key_lines(ca_key.read_text(), ca_cert.read_text() if ca_cert.exists() else "")
     found = {k: v for k, v in found.items() if v}
-    # A cluster of this suite holds at least Spark's secret (spark_authenticate is on in the lab and in molecule)
-    # or the keys of a TLS cluster: an empty list would make the tests below pass for nothing.
-    assert found, "no private key and no Spark secret found on any machine: nothing to look for"
+    # An empty list would make the tests below pass for nothing: a cluster without TLS, SCRAM users or Spark (the
+    # zookeeper scenario) has no secret to keep, and these tests say so rather than pass.
+    if not found:
+        pytest.skip("no private key, SCRAM password or Spark secret on any machine: nothing to look for")
     print(f"looking for {len(found)} secrets: {', '.join(sorted(found))}")
     return found
 
 
 @pytest.mark.skipif(
-    not os.environ.get("MOLECULE_INVENTORY_FILE") and not VVV_LOG.exists(),
-    reason="the -vvv converge is molecule/spark's side effect (make test); run it to get its log",
+    SCENARIO not in VVV_SCENARIOS or (not os.environ.get("MOLECULE_INVENTORY_FILE") and not VVV_LOG.exists()),
+    reason="the -vvv converge is the spark and default scenarios' side effect (make test); run one to get its log",
 )
 def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None:
-    assert VVV_LOG.exists(), f"{VVV_LOG} is missing: molecule/spark/side_effect.yml writes it"
+    assert VVV_LOG.exists(), f"{VVV_LOG} is missing: molecule/{SCENARIO}/side_effect.yml writes it"
     log = VVV_LOG.read_text(errors="replace")
     # It is a -vvv run of the whole site.yml, which handled the secrets with its output hidden.
     assert "PLAY RECAP" in log and "ESTABLISH" in log, f"{VVV_LOG} is not the output of a -vvv run"
-    for task in (
-        "spark : Install spark-defaults.conf",
-        "spark_consumer : Render each application's spark-submit properties",
-        "kafka : Make the node's private key on the node",
-    ):
+    tasks = ["kafka : Make the node's private key on the node"]
+    if group_hosts(inventory_listing(), "spark"):
+        tasks += [
+            "spark : Install spark-defaults.conf",
+            "spark_consumer : Render each application's spark-submit properties",
+        ]
+    if _scram_passwords():
+        tasks += ["kafka : Write the node's secrets", "kafka_topics : Apply the declared SCRAM users and ACLs"]
+    for task in tasks:
         assert f"TASK [{task}" in log, f"the -vvv run did not run the task {task!r}"
     assert HIDDEN in log, "no task output was hidden (no_log) in the -vvv run"
     leaked = sorted(name for name, values in secrets.items() if any(v in log for v in values))
