@@ -30,7 +30,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-spark topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
         lint unit molecule test clean
 
 help:  ## list the targets
@@ -153,8 +153,11 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeepe
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
 
-# The images (debootstrap: mostly network and disk) build beside the unit tests and the linters (CPU).
-journey-spark: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule spark with the job under change (KAFKALAB_JOURNEY=full, ~35 min): a lost worker host, a job upgrade, refused and new checkpoints
+journey-default: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule default with upgrade.yml --check --diff and the controller-quorum changes (KAFKALAB_JOURNEY=full, ~35 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3 under load
+	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-default.ansible.log
+	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s default
+
+journey-spark: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
 	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s spark
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
