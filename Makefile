@@ -151,7 +151,10 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## one molecule s
 
 journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about an hour): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
-	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s zookeeper
+	export KAFKALAB_JOURNEY=full; m='$(BIN)/molecule'; \
+	$$m destroy -s zookeeper && $$m syntax -s zookeeper && $$m create -s zookeeper && $$m converge -s zookeeper \
+	  && $$m idempotence -s zookeeper && $$m verify -s zookeeper && $$m side-effect -s zookeeper; \
+	rc=$$?; $$m destroy -s zookeeper; exit $$rc
 
 journey-default: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule default with upgrade.yml --check --diff and the controller-quorum changes (KAFKALAB_JOURNEY=full, ~35 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3 under load
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-default.ansible.log
