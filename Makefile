@@ -156,12 +156,10 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeepe
 	  && $$m idempotence -s zookeeper && $$m verify -s zookeeper && $$m side-effect -s zookeeper; \
 	rc=$$?; $$m destroy -s zookeeper; exit $$rc
 
-journey-default: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule default with upgrade.yml --check --diff and the controller-quorum changes (KAFKALAB_JOURNEY=full, ~35 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3 under load
-	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-default.ansible.log
-	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s default
-
-journey-spark: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
-	KAFKALAB_JOURNEY=full $(BIN)/molecule test -s spark
+# The scenario's own target (molecule-%) with the journey's plays: the variable reaches its recipe.
+journey-default journey-spark: export KAFKALAB_JOURNEY = full
+journey-default: molecule-default  ## molecule default with upgrade.yml --check --diff and the controller-quorum changes (KAFKALAB_JOURNEY=full, ~35 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3 under load
+journey-spark: molecule-spark  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): the instances restarted one at a time, a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
 	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
