@@ -10,13 +10,12 @@ ACLs, as the inventory says. Runs where the inventory's inter-broker listener ru
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import pytest
+from acl_probe import read_error, write_error
 from conftest import Cluster, kafka_nodes, listener_protocol, read_properties
 from inventory_hosts import ca_dir, inventory_path, kafka_properties_path, runner
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError, TopicAuthorizationFailedError
 
@@ -166,47 +165,15 @@ def test_kafkas_own_client_says_a_wrong_password_is_invalid_credentials(host: An
     )
 
 
-def _read_error(settings: dict[str, Any], bootstrap: str) -> BaseException | None:
-    consumer = KafkaConsumer(**settings, bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    try:
-        consumer.assign([TopicPartition(TOPIC, 0)])
-        consumer.seek_to_beginning()
-        # Refused at the first fetch; allowed, records come back (the scenario's load wrote topic_3), or the
-        # partition is read for 20 s without a refusal.
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                if consumer.poll(timeout_ms=1000):
-                    return None
-            except Exception as exc:
-                return exc
-        return None
-    finally:
-        consumer.close()
-
-
-def _write_error(settings: dict[str, Any], bootstrap: str) -> BaseException | None:
-    # Not idempotent: an idempotent producer first asks for a producer id, which a user without any write ACL is
-    # refused at the cluster (ClusterAuthorizationFailed) before the topic's ACL is ever asked.
-    producer = KafkaProducer(
-        **settings, bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, max_block_ms=30_000
-    )
-    try:
-        producer.send(TOPIC, b"verify-sasl").get(timeout=30)
-        return None
-    except Exception as exc:
-        return exc
-    finally:
-        producer.close()
-
-
 def test_acls_decide_who_reads_and_who_writes(cluster: Cluster) -> None:
     """bob may only write topic_3, carol only read it: each is refused the other half."""
-    assert isinstance(_read_error(_as("bob"), cluster.bootstrap), TopicAuthorizationFailedError)
-    assert isinstance(_write_error(_as("carol"), cluster.bootstrap), TopicAuthorizationFailedError)
-    # The halves they are allowed work.
-    assert _write_error(_as("bob"), cluster.bootstrap) is None
-    assert _read_error(_as("carol"), cluster.bootstrap) is None
+    assert isinstance(read_error(_as("bob"), cluster.bootstrap, TOPIC), TopicAuthorizationFailedError)
+    assert isinstance(
+        write_error(_as("carol"), cluster.bootstrap, TOPIC, b"verify-sasl"), TopicAuthorizationFailedError
+    )
+    # The halves they are allowed work (the scenario's load wrote topic_3, so carol reads records).
+    assert write_error(_as("bob"), cluster.bootstrap, TOPIC, b"verify-sasl") is None
+    assert read_error(_as("carol"), cluster.bootstrap, TOPIC) is None
 
 
 def test_a_user_with_both_acls_round_trips_10000_messages(cluster: Cluster) -> None:

@@ -101,6 +101,8 @@ def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None
         ]
     if _scram_passwords():
         tasks += ["kafka : Write the node's secrets", "kafka_topics : Apply the declared SCRAM users and ACLs"]
+        if group_hosts(inventory_listing(), "spark"):
+            tasks += ["spark_consumer : Render the job's settings"]
     for task in tasks:
         assert f"TASK [{task}" in log, f"the -vvv run did not run the task {task!r}"
     assert HIDDEN in log, "no task output was hidden (no_log) in the -vvv run"

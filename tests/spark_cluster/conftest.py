@@ -70,9 +70,10 @@ def spark_node() -> SparkNode:
     name = group("spark_master")[0]
     host = node(name)
     config = tomllib.loads(host.file(CONFIG).content_string)
-    # The suite's own clients reach the job's brokers as the job does: TLS when its settings say so, trusting
-    # the project CA through the settings the kafka role wrote beside it on this machine.
-    if config["kafka"].get("options", {}).get("security.protocol") == "SSL":
+    # The suite's own clients reach the job's brokers over the listener the job reads: TLS when its settings say
+    # so, trusting the project CA, and logging in as the admin when that listener runs SASL_SSL, through the
+    # settings the kafka role wrote beside the CA on this machine.
+    if config["kafka"].get("options", {}).get("security.protocol") in ("SSL", "SASL_SSL"):
         client_config = os.path.join(ca_dir(), "client.properties")
         assert os.path.exists(client_config), f"the job reads Kafka over TLS, but {client_config} is missing"
         kafka_client.use(client_config)

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acl_probe import read_error, write_error
 from inventory_hosts import ca_dir, group, node, runner
 from kafka import KafkaProducer
+from kafka.errors import TopicAuthorizationFailedError
 
 from kafkalab import kafka_client
 from kafkalab.e2e import Record, produce_numbered
@@ -53,22 +55,56 @@ def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
     assert sorted(a["name"] for a in state["activeapps"]) == expected
 
 
-def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark_node: SparkNode) -> None:
-    """The job's Kafka options follow the brokers' listener: TLS trusting the project CA, whose certificate goes
-    in the options themselves (ssl.truststore.certificates), so executors on every worker have it. The other
-    tests of this file then prove records flow through it."""
+def _bootstrap_protocol() -> str:
     broker = group("kafka_broker")[0]
     listeners = runner().get_variables(broker).get("kafka_listeners") or []
     name = runner().get_variables(broker).get("kafka_inter_broker_listener_name", "INTERNAL")
-    protocol = next((str(item.get("protocol", "PLAINTEXT")) for item in listeners if item.get("name") == name), "")
+    return next((str(item.get("protocol", "PLAINTEXT")) for item in listeners if item.get("name") == name), "")
+
+
+def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark_node: SparkNode) -> None:
+    """The job's Kafka options follow the brokers' listener: TLS trusting the project CA, whose certificate goes
+    in the options themselves (ssl.truststore.certificates), so executors on every worker have it; with SASL_SSL
+    also the SCRAM login of spark_consumer_kafka_user. The other tests of this file then prove records flow
+    through it."""
+    protocol = _bootstrap_protocol()
     options = spark_node.config["kafka"].get("options", {})
-    if protocol != "SSL":
+    if protocol not in ("SSL", "SASL_SSL"):
         assert options.get("security.protocol", "PLAINTEXT") == "PLAINTEXT", options
-        pytest.skip(f"the brokers' bootstrap listener {name} runs {protocol or 'PLAINTEXT'}")
-    assert options["security.protocol"] == "SSL"
+        pytest.skip(f"the brokers' bootstrap listener runs {protocol or 'PLAINTEXT'}")
+    assert options["security.protocol"] == protocol
     assert options["ssl.truststore.type"] == "PEM"
     with open(os.path.join(ca_dir(), "ca.pem")) as handle:
         assert options["ssl.truststore.certificates"].strip() == handle.read().strip()
+    if protocol == "SASL_SSL":
+        login = kafka_client.from_properties(
+            {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
+        )
+        assert login["sasl_mechanism"] == "SCRAM-SHA-512"
+        user = runner().get_variables(spark_node.name).get("spark_consumer_kafka_user", "spark")
+        assert login["sasl_plain_username"] == user, "the job does not log in as spark_consumer_kafka_user"
+
+
+def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: SparkNode) -> None:
+    """With SASL_SSL, the job's own login (read from its settings, as the executors get it) fetches its topic
+    but is refused writing to it and reading a topic it has no ACL for: the job runs with the ACLs the
+    inventory gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
+    if _bootstrap_protocol() != "SASL_SSL":
+        pytest.skip("the brokers' bootstrap listener takes no logins")
+    options = spark_node.config["kafka"]["options"]
+    login = {
+        **kafka_client.from_properties(
+            {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
+        ),
+        "ssl_cafile": os.path.join(ca_dir(), "ca.pem"),
+    }
+    topic = spark_node.config["kafka"]["topics"][0]
+    # The side effect wrote the job's events to its topic; topic_3 is a topic of the scenario the job has no ACL for.
+    assert read_error(login, spark_node.bootstrap, topic) is None, f"the job's user may not read {topic}"
+    assert isinstance(read_error(login, spark_node.bootstrap, "topic_3"), TopicAuthorizationFailedError)
+    assert isinstance(
+        write_error(login, spark_node.bootstrap, topic, b"not the job's to write"), TopicAuthorizationFailedError
+    )
 
 
 def test_every_spark_host_runs_a_worker() -> None:

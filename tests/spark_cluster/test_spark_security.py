@@ -18,6 +18,8 @@ import pytest
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from inventory_hosts import group, node
 
+from kafkalab import kafka_client
+
 from .conftest import REALTIME_SERVICE, SERVICE, SUBMIT_CONFS, VENV_PYTHON, SparkNode
 
 SPARK_DEFAULTS = "/etc/spark/spark-defaults.conf"
@@ -128,3 +130,36 @@ def test_the_jobs_drivers_run_in_the_sandbox(spark_node: SparkNode) -> None:
             spark_node.config["paths"]["checkpoint"].startswith(w + "/") for w in writes
         ), f"{service}: its checkpoints are not among the paths it may write ({writes})"
         _sandboxed(spark_node.host, pid, writes, service)
+
+
+@pytest.mark.parametrize("name", SPARK_HOSTS)
+def test_the_jobs_logs_and_executors_never_show_its_kafka_password(name: str, spark_node: SparkNode) -> None:
+    """With SASL_SSL the job's Kafka options hold its SCRAM login, and Spark hands them to every executor. What the
+    drivers and executors log (the units' journal, the executors' stdout/stderr in the workers' work dirs, Spark's
+    own log and event directories) must not show the password: Spark redacts option values that name a password
+    (spark.redaction.regex). Root looks, with the password in a root-only patterns file, never on a command line."""
+    options = spark_node.config["kafka"].get("options", {})
+    if options.get("security.protocol") != "SASL_SSL":
+        pytest.skip("the job logs in to no broker")
+    password = kafka_client.from_properties(
+        {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
+    )["sasl_plain_password"]
+    host = node(name)
+    patterns = "/root/kafkalab-job-password"
+    encoded = base64.b64encode(password.encode()).decode()
+    host.check_output(f"install -m 0600 /dev/null {patterns} && echo {encoded} | base64 -d > {patterns}")
+    units = " ".join(f"-u {unit}" for unit in ("spark-master", "spark-worker", SERVICE, REALTIME_SERVICE))
+    try:
+        logged = host.run(f"journalctl --no-pager -q {units} | grep -cF -f {patterns}")
+        files = host.run(
+            f"find /var/lib/spark /var/log /srv /tmp -type f -size -64M -print0 2>/dev/null"
+            f" | xargs -0 -r grep -lF -f {patterns} --"
+        )
+        executors = host.run("find /var/lib/spark -path '*/work/app-*' -name stderr | wc -l")
+    finally:
+        host.run(f"rm -f {patterns}")
+    print(f"{name}: {executors.stdout.strip()} executor logs among the files searched")
+    if name in group("spark_worker"):
+        assert int(executors.stdout.strip() or 0) > 0, f"{name}: no executor's stderr to search: looked at nothing"
+    assert logged.stdout.strip() == "0", f"{name}: the Spark units' journal shows the job's Kafka password"
+    assert files.stdout.split() == [], f"{name}: these files show the job's Kafka password: {files.stdout.split()}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.common.plugins.filter.scram import kafka_scram_login
 from kafka_access_plan import describe, password_mark, plan_acls, plan_users
 from kafka_cluster import kafka_cluster_model
 from kafka_sasl import (
@@ -17,6 +18,8 @@ from kafka_sasl import (
     kafka_scram_format_args,
 )
 from test_kafka_tls import BROKERS, CONTROLLERS, HOSTS, SETTINGS
+
+from kafkalab import kafka_client
 
 SASL: dict[str, Any] = {
     **SETTINGS,
@@ -103,6 +106,21 @@ def test_the_admin_tools_log_in_as_the_admin_on_a_sasl_listener_only() -> None:
     }
     assert kafka_sasl_client_properties(s, USERS, "CONTROLLER") == {}
     assert kafka_sasl_secrets(s, USERS) == {"broker.password": "Br0ker-pass-word"}
+
+
+def test_any_users_login_is_the_one_the_python_clients_read_back() -> None:
+    """kafkalab.common.kafka_scram_login (the lag exporter's and the Spark job's login) writes what
+    kafkalab.kafka_client reads: the same user and password; an undeclared user gets an empty password, which
+    the roles' preflights refuse before anything is written."""
+    login = kafka_scram_login(USERS, "alice")
+    assert kafka_client.from_properties(login) == {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "Al1ce-pass-word",
+        "ssl_check_hostname": True,
+    }
+    assert 'password="";' in kafka_scram_login(USERS, "nobody")["sasl.jaas.config"]
 
 
 def test_the_format_puts_the_admin_and_the_broker_user_into_the_first_metadata() -> None:

@@ -192,3 +192,30 @@ def test_a_short_spark_secret_is_refused_without_showing_it(tmp_path: Path) -> N
         "spaces (from ansible-vault), or leave it empty and the controller generates one.",
     )
     assert secret not in run.stdout + run.stderr
+
+
+def test_a_spark_job_without_a_declared_kafka_user_is_refused_on_a_sasl_listener(tmp_path: Path) -> None:
+    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
+    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
+    secured = {
+        "kafka_listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}],
+        "kafka_users": [
+            {"name": "admin", "password": "Adm1n-unit-test-pass"},
+            {"name": "broker", "password": "Br0ker-unit-test-pass"},
+        ],
+        "kafka_tls_ca_dir": str(tmp_path / "pki"),
+    }
+    path = inventory(tmp_path, {**archive, **secured})
+    inv = yaml.safe_load(path.read_text())
+    inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21"}
+    inv["all"]["children"]["spark"] = {
+        "children": {"spark_master": {"hosts": {"spark1": None}}, "spark_worker": {"hosts": {"spark1": None}}}
+    }
+    path.write_text(yaml.safe_dump(inv))
+    run = site(path)
+    refused_in_preflight(
+        run,
+        "spark_consumer_kafka_user is 'spark', which kafka_users does not declare (present, with a password): the "
+        "Spark job on spark1 logs in as it on the SASL_SSL bootstrap listener",
+    )
+    assert "Adm1n-unit-test-pass" not in run.stdout + run.stderr

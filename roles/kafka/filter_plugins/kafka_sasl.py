@@ -26,9 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.common.plugins.module_utils.scram import MECHANISM, jaas, password_of, scram_login
 
-MECHANISM = "SCRAM-SHA-512"
-LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # Passwords go into JAAS strings ("..."), --add-scram's [name=...,password=...] and a properties file: letters,
 # digits and punctuation that none of them treats specially. At least 12 characters.
@@ -221,10 +220,6 @@ def kafka_sasl_settings(
     }
 
 
-def _jaas(user: str, password: str) -> str:
-    return f'{LOGIN_MODULE} required username="{user}" password="{password}";'
-
-
 def kafka_sasl_server_properties(security: Mapping[str, Any], model: Mapping[str, Any], secrets_file: str) -> dict:
     """The SASL, config-provider and authorizer properties of every node ({} when no listener runs SASL_SSL).
 
@@ -236,11 +231,11 @@ def kafka_sasl_server_properties(security: Mapping[str, Any], model: Mapping[str
         "config.providers": "file",
         "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
     }
-    jaas = _jaas(str(security["broker_user"]), f"${{file:{secrets_file}:broker.password}}")
+    login = jaas(str(security["broker_user"]), f"${{file:{secrets_file}:broker.password}}")
     for name in security.get("sasl_listeners") or []:
         prefix = f"listener.name.{name.lower()}."
         props[prefix + "sasl.enabled.mechanisms"] = MECHANISM
-        props[prefix + MECHANISM.lower() + ".sasl.jaas.config"] = jaas
+        props[prefix + MECHANISM.lower() + ".sasl.jaas.config"] = login
     if security.get("inter_broker_sasl"):
         props["sasl.mechanism.inter.broker.protocol"] = MECHANISM
     if security.get("authorizer"):
@@ -258,31 +253,19 @@ def kafka_sasl_server_properties(security: Mapping[str, Any], model: Mapping[str
     return props
 
 
-def _password(users: Any, name: str) -> str:
-    for item in users or []:
-        if isinstance(item, Mapping) and str(item.get("name")) == name:
-            return str(item.get("password") or "")
-    return ""
-
-
 def kafka_sasl_client_properties(security: Mapping[str, Any], users: Any, listener: str) -> dict[str, str]:
     """The admin's login for a client of `listener` ({} unless it runs SASL_SSL): merged over the TLS settings
     (kafka_tls_client_properties). Holds a password: write it 0600, in a no_log task."""
     if listener not in (security.get("sasl_listeners") or []):
         return {}
-    admin = str(security["admin_user"])
-    return {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": MECHANISM,
-        "sasl.jaas.config": _jaas(admin, _password(users, admin)),
-    }
+    return scram_login(users, security["admin_user"])
 
 
 def kafka_sasl_secrets(security: Mapping[str, Any], users: Any) -> dict[str, str]:
     """The node's secrets file (what `${file:...}` reads): the broker user's password ({} without SASL)."""
     if not security.get("sasl"):
         return {}
-    return {"broker.password": _password(users, str(security["broker_user"]))}
+    return {"broker.password": password_of(users, str(security["broker_user"]))}
 
 
 def kafka_broker_password_changes(security: Mapping[str, Any], users: Any, secrets_now: str) -> bool:
@@ -300,7 +283,7 @@ def kafka_scram_format_args(security: Mapping[str, Any], users: Any, iterations:
         if (security.get("users") or {}).get(name, {}).get("state") == "present":
             args += [
                 "--add-scram",
-                f"{MECHANISM}=[name={name},iterations={int(iterations)},password={_password(users, name)}]",
+                f"{MECHANISM}=[name={name},iterations={int(iterations)},password={password_of(users, name)}]",
             ]
     return args
 
