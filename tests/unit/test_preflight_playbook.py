@@ -172,20 +172,24 @@ def test_the_single_host_inventory_passes_the_controller_preflight_and_a_port_cl
     )
 
 
-def test_a_short_spark_secret_is_refused_without_showing_it(tmp_path: Path) -> None:
-    # The archive `make artifacts` assembles (as inventories/single-host takes it): the Kafka checks that run
-    # before the Spark ones fetch nothing.
+def with_spark(tmp: Path, all_vars: dict[str, Any], spark1: dict[str, Any]) -> Path:
+    """inventory() with the archive `make artifacts` assembles (as inventories/single-host takes it: the Kafka
+    checks that run before the Spark ones fetch nothing) and one Spark host, spark1, master and worker."""
     shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
     archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
-    path = inventory(tmp_path, archive)
+    path = inventory(tmp, {**archive, **all_vars})
     inv = yaml.safe_load(path.read_text())
-    secret = "too short, and spaced"
-    inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21", "spark_authenticate_secret": secret}
+    inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21", **spark1}
     inv["all"]["children"]["spark"] = {
         "children": {"spark_master": {"hosts": {"spark1": None}}, "spark_worker": {"hosts": {"spark1": None}}}
     }
     path.write_text(yaml.safe_dump(inv))
-    run = site(path)
+    return path
+
+
+def test_a_short_spark_secret_is_refused_without_showing_it(tmp_path: Path) -> None:
+    secret = "too short, and spaced"
+    run = site(with_spark(tmp_path, {}, {"spark_authenticate_secret": secret}))
     refused_in_preflight(
         run,
         "spark1: spark_authenticate_secret is 21 characters with white space: give at least 32 characters without "
@@ -195,8 +199,6 @@ def test_a_short_spark_secret_is_refused_without_showing_it(tmp_path: Path) -> N
 
 
 def test_a_spark_job_without_a_declared_kafka_user_is_refused_on_a_sasl_listener(tmp_path: Path) -> None:
-    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
-    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
     secured = {
         "kafka_listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}],
         "kafka_users": [
@@ -205,14 +207,7 @@ def test_a_spark_job_without_a_declared_kafka_user_is_refused_on_a_sasl_listener
         ],
         "kafka_tls_ca_dir": str(tmp_path / "pki"),
     }
-    path = inventory(tmp_path, {**archive, **secured})
-    inv = yaml.safe_load(path.read_text())
-    inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21"}
-    inv["all"]["children"]["spark"] = {
-        "children": {"spark_master": {"hosts": {"spark1": None}}, "spark_worker": {"hosts": {"spark1": None}}}
-    }
-    path.write_text(yaml.safe_dump(inv))
-    run = site(path)
+    run = site(with_spark(tmp_path, secured, {}))
     refused_in_preflight(
         run,
         "spark_consumer_kafka_user is 'spark', which kafka_users does not declare (present, with a password): the "
