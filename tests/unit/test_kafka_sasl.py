@@ -96,6 +96,11 @@ def test_without_sasl_nothing_is_added() -> None:
     assert kafka_scram_format_args(s, [], 8192) == []
 
 
+def test_a_plaintext_controller_listener_is_fine_without_the_authorizer() -> None:
+    plain = {**SASL, "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"}}
+    assert security(acls=[], authorizer=False, settings=plain)["problems"] == []
+
+
 def test_the_admin_tools_log_in_as_the_admin_on_a_sasl_listener_only() -> None:
     s = security()
     assert kafka_sasl_client_properties(s, USERS, "INTERNAL") == {
@@ -189,6 +194,20 @@ def test_a_changed_broker_password_is_seen_on_the_node() -> None:
             [], ACLS[:0], True, {**SASL, "listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SSL"}]},
             ["kafka_authorizer / kafka_acls need a listener whose clients log in (protocol SASL_SSL in "],
             id="authorizer-without-sasl",
+        ),
+        pytest.param(
+            USERS, ACLS, True,
+            {**SASL, "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "PLAINTEXT"}},
+            ["kafka_authorizer is true, but kafka_controller_listener (CONTROLLER) runs PLAINTEXT: the brokers "
+             "register and send their heartbeats to the controllers there as User:ANONYMOUS"],
+            id="authorizer-with-a-plaintext-controller-listener",
+        ),
+        pytest.param(
+            USERS, ACLS, True,
+            {**SASL, "controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL",
+                                             "client_auth": "none"}},
+            ["kafka_controller_listener (CONTROLLER) asks for no client certificate"],
+            id="authorizer-with-a-controller-listener-without-client-certificates",
         ),
     ],
 )  # fmt: skip

@@ -198,6 +198,18 @@ def kafka_sasl_settings(
                 "kafka_authorizer / kafka_acls need a listener whose clients log in (protocol SASL_SSL in "
                 "kafka_listeners): without one every client is User:ANONYMOUS and the ACLs could not tell them apart."
             )
+    # KRaft: the brokers register with the controllers on this listener; {} in ZooKeeper mode.
+    controller = model.get("controller_listener") or {}
+    mutual_tls = (controller.get("protocol"), controller.get("client_auth")) == ("SSL", "required")
+    if authorizer and sasl_listeners and controller and not mutual_tls:
+        how = "runs PLAINTEXT" if controller.get("protocol") != "SSL" else "asks for no client certificate"
+        problems.append(
+            f"kafka_authorizer is true, but kafka_controller_listener ({controller.get('name')}) {how}: the brokers "
+            "register and send their heartbeats to the controllers there as User:ANONYMOUS, which the authorizer "
+            "refuses, so no broker would ever start serving. Run it on protocol SSL with client_auth required "
+            f"(SSL's default: every node's certificate is User:{NODE_PRINCIPAL}, a super user), or set "
+            "kafka_authorizer: false."
+        )
     if checked_acls and not authorizer:
         problems.append(
             "kafka_acls declares ACLs, but kafka_authorizer is false: nothing would enforce them. Set "
