@@ -87,8 +87,8 @@ def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark
 
 def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: SparkNode) -> None:
     """With SASL_SSL, the job's own login (read from its settings, as the executors get it) fetches its topic
-    but is refused writing to it and reading a topic it has no ACL for: the job runs with the ACLs the
-    inventory gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
+    but is refused writing to it and reading the topic it only writes: the job runs with the ACLs the inventory
+    gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
     if _bootstrap_protocol() != "SASL_SSL":
         pytest.skip("the brokers' bootstrap listener takes no logins")
     options = spark_node.config["kafka"]["options"]
@@ -99,9 +99,13 @@ def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: Spa
         "ssl_cafile": os.path.join(ca_dir(), "ca.pem"),
     }
     topic = spark_node.config["kafka"]["topics"][0]
-    # The side effect wrote the job's events to its topic; topic_3 is a topic of the scenario the job has no ACL for.
+    # The side effect wrote the job's events to its topic. The low-latency path's output topic is one it may write
+    # and so see, but not read: the fetch is refused. (A topic it has no ACL for at all, it cannot even see: the
+    # brokers leave it out of the metadata they give it, and kafka-python then never fetches.)
     assert read_error(login, spark_node.bootstrap, topic) is None, f"the job's user may not read {topic}"
-    assert isinstance(read_error(login, spark_node.bootstrap, "topic_3"), TopicAuthorizationFailedError)
+    if "realtime" in spark_node.config:
+        output = spark_node.config["realtime"]["output_topic"]
+        assert isinstance(read_error(login, spark_node.bootstrap, output), TopicAuthorizationFailedError)
     assert isinstance(
         write_error(login, spark_node.bootstrap, topic, b"not the job's to write"), TopicAuthorizationFailedError
     )
