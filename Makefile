@@ -158,8 +158,8 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeepe
 
 # The scenario's own target (molecule-%) with the journey's plays: the variable reaches its recipe.
 journey-default journey-spark: export KAFKALAB_JOURNEY = full
-journey-default: molecule-default  ## molecule default with upgrade.yml --check --diff and the controller-quorum changes (KAFKALAB_JOURNEY=full, ~35 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3 under load
-journey-spark: molecule-spark  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): the instances restarted one at a time, a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
+journey-default: molecule-default  ## molecule default with upgrade.yml --check --diff, the controller-quorum changes, a run-time config and a certificate rotation (KAFKALAB_JOURNEY=full, ~40 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3, no restart for the config, the rotation refused at min ISR then finished, under load
+journey-spark: molecule-spark  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): the instances restarted one at a time, the failover cases on the one Kafka machine, a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
 	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))

@@ -94,14 +94,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # checkpoints) takes a quarter of an hour on 2 cores: under molecule it runs with KAFKALAB_JOURNEY=full
 # (`make journey-spark`), not in `make test`, which CI must finish in 75 min. `make verify-spark` runs it.
 UNDER_CHANGE = "test_spark_under_change.py"
+# Left make test for CI's time on 2026-11-28 with the job under change: the failover cases on the one Kafka machine
+# (about 75 s at that day's speed; the default scenario runs the same cases on three machines in make test).
+JOURNEY_ONLY = (UNDER_CHANGE, "test_failover.py")
 
 
 # From the Kafka suite's topic and failover files (molecule/spark runs them against its one Kafka machine
 # with a controller and three broker instances), what that layout adds to prove: the declared topics (RF 1,
 # 2, 3) spread over the broker instances, one broker instance SIGKILLed under acks=all load, the only
 # controller SIGKILLed under acks=all load (a dedicated controller: the quorum moves, replication does
-# not), and the RF 1 partition going offline with its instance and returning with its data. The rest of
-# those files is the default scenario's.
+# not), and the RF 1 partition going offline with its instance and returning with its data (the failover cases
+# under make journey-spark only, JOURNEY_ONLY). The rest of those files is the default scenario's.
 FROM_KAFKA_SUITE = {
     "test_topics.py": {
         "test_declared_topics_exist_as_declared",
@@ -122,5 +125,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.name in FROM_KAFKA_SUITE and item.name not in FROM_KAFKA_SUITE[item.path.name]
     ]
     if os.environ.get("MOLECULE_INVENTORY_FILE") and os.environ.get("KAFKALAB_JOURNEY") != "full":
-        leave_out += [item for item in items if item.path.name == UNDER_CHANGE]
+        leave_out += [item for item in items if item.path.name in JOURNEY_ONLY]
     deselect(config, items, leave_out)
