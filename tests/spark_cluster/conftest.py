@@ -36,6 +36,13 @@ class SparkNode:
     def bootstrap(self) -> str:
         return str(self.config["kafka"]["bootstrap_servers"])
 
+    def kafka_login(self) -> dict[str, Any]:
+        """kafka-python's login settings for the SCRAM user in the job's Kafka options (SASL_SSL only)."""
+        options = self.config["kafka"]["options"]
+        return kafka_client.from_properties(
+            {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
+        )
+
     @property
     def topic(self) -> str:
         return str(self.config["kafka"]["topics"][0])

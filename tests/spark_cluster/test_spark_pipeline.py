@@ -77,9 +77,7 @@ def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark
     with open(os.path.join(ca_dir(), "ca.pem")) as handle:
         assert options["ssl.truststore.certificates"].strip() == handle.read().strip()
     if protocol == "SASL_SSL":
-        login = kafka_client.from_properties(
-            {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
-        )
+        login = spark_node.kafka_login()
         assert login["sasl_mechanism"] == "SCRAM-SHA-512"
         user = runner().get_variables(spark_node.name).get("spark_consumer_kafka_user", "spark")
         assert login["sasl_plain_username"] == user, "the job does not log in as spark_consumer_kafka_user"
@@ -91,13 +89,7 @@ def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: Spa
     gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
     if _bootstrap_protocol() != "SASL_SSL":
         pytest.skip("the brokers' bootstrap listener takes no logins")
-    options = spark_node.config["kafka"]["options"]
-    login = {
-        **kafka_client.from_properties(
-            {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
-        ),
-        "ssl_cafile": os.path.join(ca_dir(), "ca.pem"),
-    }
+    login = {**spark_node.kafka_login(), "ssl_cafile": os.path.join(ca_dir(), "ca.pem")}
     topic = spark_node.config["kafka"]["topics"][0]
     # The side effect wrote the job's events to its topic. The low-latency path's output topic is one it may write
     # and so see, but not read: the fetch is refused. (A topic it has no ACL for at all, it cannot even see: the

@@ -18,8 +18,6 @@ import pytest
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 from inventory_hosts import group, node
 
-from kafkalab import kafka_client
-
 from .conftest import REALTIME_SERVICE, SERVICE, SUBMIT_CONFS, VENV_PYTHON, SparkNode
 
 SPARK_DEFAULTS = "/etc/spark/spark-defaults.conf"
@@ -141,9 +139,7 @@ def test_the_jobs_logs_and_executors_never_show_its_kafka_password(name: str, sp
     options = spark_node.config["kafka"].get("options", {})
     if options.get("security.protocol") != "SASL_SSL":
         pytest.skip("the job logs in to no broker")
-    password = kafka_client.from_properties(
-        {k: options[k] for k in ("security.protocol", "sasl.mechanism", "sasl.jaas.config")}
-    )["sasl_plain_password"]
+    password = spark_node.kafka_login()["sasl_plain_password"]
     host = node(name)
     patterns = "/root/kafkalab-job-password"
     encoded = base64.b64encode(password.encode()).decode()
