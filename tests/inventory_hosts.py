@@ -42,8 +42,12 @@ def ca_dir() -> str:
 
 
 def runner() -> AnsibleRunner:
-    """testinfra's view of the inventory, for the suites that read host variables (get_variables)."""
-    return AnsibleRunner(inventory_path())
+    """testinfra's view of the inventory, for the suites that read host variables (get_variables).
+
+    testinfra's own runner for this inventory (the one node() reaches hosts through), so `ansible-inventory
+    --list` runs once per suite: a new AnsibleRunner would list the inventory again on every call (1 s idle,
+    3 s beside a loaded cluster), and the suites call this in loops. No test edits the inventory it reads."""
+    return AnsibleRunner.get_runner(inventory_path())
 
 
 @cache
