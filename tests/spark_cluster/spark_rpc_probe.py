@@ -1,7 +1,9 @@
 """Connects to a Spark standalone master the way a worker or a driver does, with Spark's own RpcEnv and
 SecurityManager (through PySpark's py4j gateway, on a Spark host, with the cluster's Python), and says whether
-the master answered: once without spark.authenticate, once with a wrong secret, once with the secret in the
-given spark-defaults.conf. Prints one JSON line {case: {"answered": bool, "error": str}}.
+the master answered: once without spark.authenticate, once with a wrong secret, once with the RPC settings and
+the secret of the given spark-defaults.conf, and, when those encrypt (spark.network.crypto.enabled), once with
+the right secret but unencrypted (Spark's SASL handshake, which a master with no SASL fallback must refuse).
+Prints one JSON line {case: {"answered": bool, "error": str}}.
 
 Copied to a Spark host and run there by tests/spark_cluster/test_spark_security.py:
     python spark_rpc_probe.py <master address> <master port> <spark-defaults.conf>
@@ -19,21 +21,24 @@ from pyspark.java_gateway import launch_gateway
 WRONG_SECRET = "not-the-cluster-secret-" + "x" * 41
 
 
-def read_secret(path: str) -> str:
+def read_rpc_settings(path: str) -> dict[str, str]:
+    """The spark.authenticate* and spark.network.crypto.* lines of a spark-defaults.conf."""
     with open(path, encoding="utf-8") as defaults:
         lines = defaults.read().splitlines()
+    found = {}
     for line in lines:
         name, _, value = line.strip().partition(" ")
-        if name == "spark.authenticate.secret":
-            return value.strip()
-    raise SystemExit(f"{path} holds no spark.authenticate.secret")
+        if name.startswith(("spark.authenticate", "spark.network.crypto.")):
+            found[name] = value.strip()
+    if "spark.authenticate.secret" not in found:
+        raise SystemExit(f"{path} holds no spark.authenticate.secret")
+    return found
 
 
-def probe(jvm: Any, host: str, port: int, secret: str | None) -> dict[str, Any]:
+def probe(jvm: Any, host: str, port: int, settings: dict[str, str]) -> dict[str, Any]:
     conf = jvm.org.apache.spark.SparkConf(False)
-    conf.set("spark.authenticate", "true" if secret else "false")
-    if secret:
-        conf.set("spark.authenticate.secret", secret)
+    for name, value in settings.items():
+        conf.set(name, value)
     # A refused connection fails at once; these bound a server that never answers.
     conf.set("spark.rpc.lookupTimeout", "15s")
     conf.set("spark.rpc.askTimeout", "15s")
@@ -58,8 +63,15 @@ def main() -> None:
     host, port, defaults = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     gateway = launch_gateway()
     try:
-        cases = {"no_secret": None, "wrong_secret": WRONG_SECRET, "cluster_secret": read_secret(defaults)}
-        print(json.dumps({name: probe(gateway.jvm, host, port, secret) for name, secret in cases.items()}))
+        rpc = read_rpc_settings(defaults)
+        cases = {
+            "no_secret": {"spark.authenticate": "false"},
+            "wrong_secret": {**rpc, "spark.authenticate.secret": WRONG_SECRET},
+            "cluster_secret": rpc,
+        }
+        if rpc.get("spark.network.crypto.enabled") == "true":
+            cases["unencrypted"] = {**rpc, "spark.network.crypto.enabled": "false"}
+        print(json.dumps({name: probe(gateway.jvm, host, port, settings) for name, settings in cases.items()}))
     finally:
         gateway.shutdown()
 

@@ -1,8 +1,10 @@
 """Spark secured and sandboxed, on the real cluster: the master refuses an RPC client without the cluster's shared
-secret or with a wrong one and answers one with it (Spark's own RpcEnv, from a worker host, through the firewall
-as any Spark peer); the files that hold the secret are root:spark 0640 and a non-root user outside the group cannot
-read them; the master, the workers, the job's drivers and the executors run in the systemd sandbox, which the kernel
-enforces: their root file system is mounted read-only, the paths they write read-write.
+secret, with a wrong one, or with the right one but unencrypted, and answers one with it and AES-GCM encryption
+(Spark's own RpcEnv, from a worker host, through the firewall as any Spark peer); the executors, which the drivers
+hand the job's Kafka login, start with that encryption; the files that hold the secret are root:spark 0640 and a
+non-root user outside the group cannot read them; the master, the workers, the job's drivers and the executors run
+in the systemd sandbox, which the kernel enforces: their root file system is mounted read-only, the paths they
+write read-write.
 
 What the job delivers under that sandbox (exactly-once output, checkpoints, restarts) is test_spark_pipeline.py's.
 """
@@ -54,6 +56,11 @@ def test_the_master_answers_only_rpc_clients_that_hold_the_cluster_secret(spark_
     assert result["cluster_secret"]["answered"], f"the master did not answer a client holding the secret: {result}"
     assert not result["no_secret"]["answered"], "the master answered an RPC client without spark.authenticate"
     assert not result["wrong_secret"]["answered"], "the master answered an RPC client with a wrong secret"
+    # Authenticated means encrypted too (roles/spark RPC_SECURITY): AES-GCM, and no unencrypted SASL fallback.
+    defaults = _defaults(prober)
+    assert defaults.get("spark.network.crypto.enabled") == "true", f"{SPARK_DEFAULTS}: RPC not encrypted"
+    assert defaults.get("spark.network.crypto.saslFallback") == "false", f"{SPARK_DEFAULTS}: SASL fallback allowed"
+    assert not result["unencrypted"]["answered"], "the master answered a client with the secret but no encryption"
 
 
 @pytest.mark.parametrize("name", SPARK_HOSTS)
@@ -116,6 +123,11 @@ def test_spark_daemons_and_their_executors_run_in_the_sandbox(name: str) -> None
         assert executors, f"{name}: no executor runs (the job's applications hold executors on every worker)"
         for pid in executors:
             assert "ro" in _mount_options(host, int(pid), "/"), f"{name}: executor {pid} may write /"
+            if _authenticating(host):
+                # An executor takes the RPC settings from its driver at start (-D on its command line): it talks to
+                # the driver, which sends it the job's Kafka login, encrypted.
+                command = host.check_output(f"tr '\\0' ' ' < /proc/{pid}/cmdline")
+                assert "-Dspark.network.crypto.enabled=true" in command, f"{name}: executor {pid} RPC not encrypted"
 
 
 def test_the_jobs_drivers_run_in_the_sandbox(spark_node: SparkNode) -> None:

@@ -1084,3 +1084,20 @@ def test_bad_inventory_is_refused_with_its_exact_message(
     problems: Callable[[], list[str]], expected: list[str]
 ) -> None:
     assert problems() == expected
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_spark_rpc_is_encrypted_exactly_when_the_cluster_authenticates(on: bool) -> None:
+    """spark_authenticate brings AES-GCM RPC encryption with it, and no unencrypted SASL fallback; off, neither."""
+    hv = {"spark1": {"ansible_host": "192.0.2.21"}}
+    settings = {"master_port": 7077, "shared_path": "/srv/spark-shared", "authenticate": {"spark1": on}}
+    rpc = spark_cluster_model(hv, ["spark1"], ["spark1"], settings)["rpc_security"]
+    if on:
+        assert rpc == {
+            "spark.authenticate": "true",
+            "spark.network.crypto.enabled": "true",
+            "spark.network.crypto.cipher": "AES/GCM/NoPadding",
+            "spark.network.crypto.saslFallback": "false",
+        }
+    else:
+        assert rpc == {"spark.authenticate": "false"}

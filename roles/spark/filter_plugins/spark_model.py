@@ -13,6 +13,19 @@ from typing import Any
 
 from ansible_collections.kafkalab.common.plugins.module_utils.inventory import SPARK_ADDRESS, host_address
 
+# Spark's RPC security when the cluster authenticates: the shared secret's handshake (spark.authenticate), and
+# every RPC connection encrypted with AES-GCM keyed from that handshake (spark.network.crypto: GCM also refuses
+# altered bytes, where the older AES-CTR default does not), with no fallback to the unencrypted SASL handshake.
+# The consumer job's Kafka login crosses from its driver to its executors over this RPC. The master, the workers
+# (spark-defaults.conf) and the jobs (their spark-submit properties) hold the same settings; the secret goes
+# beside them, never in the model.
+RPC_SECURITY = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.network.crypto.cipher": "AES/GCM/NoPadding",
+    "spark.network.crypto.saslFallback": "false",
+}
+
 
 def spark_cluster_model(
     hostvars: Mapping[str, Any], masters: Iterable[str], workers: Iterable[str], settings: Mapping[str, Any]
@@ -67,6 +80,7 @@ def spark_cluster_model(
     resources, resource_problems = worker_resources(workers, settings.get("worker_resources") or {})
     problems.extend(resource_problems)
     authenticate = {h: bool(v) for h, v in (settings.get("authenticate") or {}).items() if h in members}
+    authenticated = all(authenticate.values()) if authenticate else True
     if len(set(authenticate.values())) > 1:
         off = sorted(h for h, on in authenticate.items() if not on)
         problems.append(
@@ -86,7 +100,9 @@ def spark_cluster_model(
         "shared_path": shared_path,
         # spark.authenticate on the master, the workers and the jobs; the controller file holding the generated
         # secret when the inventory gives none (spark_authenticate_secret). Never the secret itself.
-        "authenticate": all(authenticate.values()) if authenticate else True,
+        "authenticate": authenticated,
+        # The RPC properties that go with it (RPC_SECURITY), for spark-defaults.conf and the jobs' properties.
+        "rpc_security": dict(RPC_SECURITY) if authenticated else {"spark.authenticate": "false"},
         "secret_file": str(settings.get("secret_file") or ""),
         "master": master,
         "master_address": master_address,
