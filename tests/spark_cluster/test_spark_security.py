@@ -42,7 +42,8 @@ def test_the_master_answers_only_rpc_clients_that_hold_the_cluster_secret(spark_
     # From a worker-only host when there is one: a Spark peer the firewall lets reach the master's RPC port.
     workers = [h for h in group("spark_worker") if h not in group("spark_master")]
     prober = node((workers or [spark_node.name])[0])
-    if not _authenticating(prober):
+    defaults = _defaults(prober)
+    if defaults.get("spark.authenticate") != "true":
         pytest.skip(f"spark_authenticate is false in this inventory ({SPARK_DEFAULTS}: spark.authenticate false)")
     script = "/root/kafkalab-spark-rpc-probe.py"
     encoded = base64.b64encode(PROBE.read_bytes()).decode()
@@ -57,7 +58,6 @@ def test_the_master_answers_only_rpc_clients_that_hold_the_cluster_secret(spark_
     assert not result["no_secret"]["answered"], "the master answered an RPC client without spark.authenticate"
     assert not result["wrong_secret"]["answered"], "the master answered an RPC client with a wrong secret"
     # Authenticated means encrypted too (roles/spark RPC_SECURITY): AES-GCM, and no unencrypted SASL fallback.
-    defaults = _defaults(prober)
     assert defaults.get("spark.network.crypto.enabled") == "true", f"{SPARK_DEFAULTS}: RPC not encrypted"
     assert defaults.get("spark.network.crypto.saslFallback") == "false", f"{SPARK_DEFAULTS}: SASL fallback allowed"
     assert not result["unencrypted"]["answered"], "the master answered a client with the secret but no encryption"
@@ -121,9 +121,10 @@ def test_spark_daemons_and_their_executors_run_in_the_sandbox(name: str) -> None
         # (The bracket keeps pgrep from matching the shell that runs it.)
         executors = host.run(f"pgrep -u spark -f '[o]{EXECUTOR_CLASS[1:]}'").stdout.split()
         assert executors, f"{name}: no executor runs (the job's applications hold executors on every worker)"
+        encrypted = _authenticating(host)
         for pid in executors:
             assert "ro" in _mount_options(host, int(pid), "/"), f"{name}: executor {pid} may write /"
-            if _authenticating(host):
+            if encrypted:
                 # An executor takes the RPC settings from its driver at start (-D on its command line): it talks to
                 # the driver, which sends it the job's Kafka login, encrypted.
                 command = host.check_output(f"tr '\\0' ' ' < /proc/{pid}/cmdline")
