@@ -7,6 +7,7 @@ sequence) triples is compared with what a separate consumer read, per partition 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -324,6 +325,7 @@ class BackgroundProducer:
         self.ack_times: list[float] = []
         self.failed: list[int] = []
         self.sent = 0
+        self._closing_diagnosis = ""
         self._producer = KafkaProducer(
             **kafka_client.settings(),
             bootstrap_servers=bootstrap,
@@ -372,9 +374,45 @@ class BackgroundProducer:
         with self._lock:
             return sum(start <= t <= end for t in self.ack_times)
 
-    def stop(self, timeout_s: float = 180) -> None:
-        """Stop sending, wait for every outstanding send to be acknowledged or to fail."""
+    def stop(self, timeout_s: float = 180) -> int:
+        """Stop sending, wait for every outstanding send to be acknowledged or to fail; returns how many did
+        neither within timeout_s (0 when all resolved). A flush that times out is not raised: the caller
+        reports the count with diagnosis(), which says why, instead of a bare timeout from the flush."""
         self._stop.set()
         self._thread.join(timeout=10)
-        self._producer.flush(timeout=timeout_s)
+        with contextlib.suppress(KafkaError):  # KafkaTimeoutError: counted below
+            self._producer.flush(timeout=timeout_s)
+        unresolved = self.unresolved()
+        self._closing_diagnosis = self.diagnosis() if unresolved else ""
         self._producer.close(timeout=30)
+        return unresolved
+
+    def unresolved(self) -> int:
+        with self._lock:
+            return self.sent - len(self.acked) - len(self.failed)
+
+    def diagnosis(self) -> str:
+        """What the producer's client knows, for a failure message: the leader it would send each partition of
+        the topic to, and whether its metadata refresh is alive (kafka-python 3 refreshes metadata in one
+        long-running task on its I/O thread; if that task has ended, nothing refreshes the leaders again)."""
+        if self._closing_diagnosis:
+            return self._closing_diagnosis
+        cluster = getattr(self._producer, "_metadata", None)
+        if cluster is None:
+            return "no client metadata"
+        leaders = {
+            p: cluster.leader_for_partition(TopicPartition(self.topic, p))
+            for p in sorted(cluster.partitions_for_topic(self.topic) or [])
+        }
+        loop = getattr(cluster, "_refresh_loop_future", None)
+        if loop is None:
+            loop_state = "not started"
+        elif not loop.is_done:
+            loop_state = "running"
+        else:
+            loop_state = f"ended ({loop.exception!r})"
+        age_s = time.monotonic() - getattr(cluster, "_last_successful_refresh_ms", 0) / 1000
+        return (
+            f"{self.unresolved()} of {self.sent} sends unresolved; the producer's leaders for {self.topic}: {leaders}; "
+            f"its metadata refresh loop: {loop_state}, last refreshed {age_s:.0f} s ago"
+        )

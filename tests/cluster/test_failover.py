@@ -179,6 +179,16 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
+def node_state(name: str) -> str:
+    """The node's Kafka service as systemd sees it and its latest journal lines (Kafka's warnings and errors go
+    there), for a failure message: whether it came back, restarted again, or is stuck starting."""
+    host = node(name)
+    unit = kafka_unit(name)
+    show = host.run(f"systemctl show {unit} --property=ActiveState,SubState,NRestarts,ExecMainStartTimestamp")
+    journal = host.run(f"journalctl -u {unit} --no-pager -n 12 -o short-monotonic")
+    return f"{name}: {' '.join(show.stdout.split())}; journal: {journal.stdout.strip()[-2500:]}"
+
+
 def service_running(host: Any, name: str) -> bool:
     return bool(host.run(f"systemctl is-active {kafka_unit(name)}").stdout.strip() == "active")
 
@@ -529,8 +539,13 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         )
         time.sleep(2)  # and a steady stream after it
     finally:
-        producer.stop()
+        unresolved = producer.stop()
         watcher.stop()
+    if unresolved or (holds_replicas and not recovered):
+        # Say why, with what the client believed and what the node did: a bare flush timeout says neither.
+        what = [f"ISR of {topic} not back to 3 within {RECOVERY_TIMEOUT_S} s"] if not recovered else []
+        what.append(f"{unresolved} sends neither acked nor failed by the end of the producer's flush")
+        pytest.fail(f"{case}: {'; '.join(what)}; {producer.diagnosis()}; {node_state(victim)}")
     if holds_replicas:
         assert watcher.disturbed_at is not None or re_registered, (
             f"{case}: no ISR shrink and no leader-epoch rise seen on {topic} (and, in ZooKeeper mode, {victim}'s "

@@ -384,7 +384,8 @@ def test_a_stopped_broker_fires_node_down_and_under_replicated_and_both_resolve(
             lambda: lag_served_for_every_group(prometheus, cluster), 4 * scrape + 10, "every group's lag", every_s=1
         )
     finally:
-        producer.stop()
+        unresolved = producer.stop()
+    assert unresolved == 0, f"while {victim} was stopped: {producer.diagnosis()}"
     consumed = e2e.consume_run(cluster.bootstrap, topic, producer.run_id)
     result = e2e.compare(producer.acked, consumed)
     e2e.delete_topic(cluster.bootstrap, topic)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import types
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kafka.cluster import ClusterMetadata
+from kafka.errors import KafkaConnectionError
+from kafka.future import Future as KafkaFuture
 
 from kafkalab import kafka_client
 
@@ -100,3 +106,59 @@ def test_what_the_clients_cannot_follow_is_refused_by_name(props: dict[str, str]
 def test_a_missing_file_is_named_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(kafka_client.ClientConfigError, match=r"missing\.properties .* cannot be read"):
         kafka_client.use(str(tmp_path / "missing.properties"))
+
+
+class ResettingManager:
+    """What kafka-python's metadata refresh asks of its connection manager, answering as it does when the broker
+    resets the connection while the client sets it up: the request's future fails with a bare ConnectionResetError
+    (kafka/net/manager.py passes the socket's exception on as it is)."""
+
+    bootstrapped = True
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+    def least_loaded_node(self) -> int:
+        return 1
+
+    def connection_delay(self, _key: str) -> float:
+        return 0
+
+    def reset_backoff(self, _key: str) -> None: ...
+
+    def update_backoff(self, _key: str) -> int:
+        return 100
+
+    def send(self, _request: object, _node_id: int) -> KafkaFuture:
+        self.sends += 1
+        return KafkaFuture().failure(ConnectionResetError(104, "Connection reset by peer"))
+
+
+def refresh_task(upstream: bool) -> tuple[ClusterMetadata, ResettingManager, Generator[Any, None, None]]:
+    """kafka-python's own refresh task (ClusterMetadata._refresh_loop) of a client whose refresh meets a reset
+    connection; upstream: with kafka-python's refresh as released, not the one kafkalab.kafka_client installs."""
+    cluster, manager = ClusterMetadata(bootstrap_servers="kafka1:9092"), ResettingManager()
+    cluster._manager = manager
+    idle = KafkaFuture()  # the task's wait for its next turn: never resolved here, so the task stays suspended
+    cluster._wakeup = lambda _timeout_s: idle
+    if upstream:
+        cluster._do_refresh_metadata = types.MethodType(kafka_client._upstream_do_refresh_metadata, cluster)
+    return cluster, manager, cluster._refresh_loop().__await__()
+
+
+def test_the_released_client_ends_its_metadata_refresh_for_good_on_a_reset_connection() -> None:
+    # The bug the patch is for, still in the release this project pins: when this stops failing, drop the patch.
+    _, manager, task = refresh_task(upstream=True)
+    with pytest.raises(ConnectionResetError):
+        task.send(None)
+    assert manager.sends == 1  # and that was its last refresh: nothing restarts the task
+
+
+def test_a_reset_connection_fails_the_refresh_as_a_connection_error_and_the_refresh_task_goes_on() -> None:
+    cluster, manager, task = refresh_task(upstream=False)
+    waiting_on = task.send(None)  # the refresh failed and was retried within the same turn of the task...
+    assert isinstance(waiting_on, KafkaFuture) and not waiting_on.is_done  # ...which now waits for its next turn
+    assert manager.sends == 1
+    assert isinstance(cluster._refresh_future.exception, KafkaConnectionError)
+    assert isinstance(cluster._refresh_future.exception.__cause__, ConnectionResetError)
+    assert cluster.need_update  # the metadata is still wanted, so the next turn asks again
