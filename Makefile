@@ -31,7 +31,7 @@ BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
 .PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
-        lint unit molecule test clean
+        lint unit unit-playbooks unit-rest molecule test clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -133,8 +133,18 @@ lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/ruff format --check src tests roles spark collections
 	$(BIN)/mypy
 
-unit: venv artifacts  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession, the pinned releases' topic configs)
-	$(BIN)/pytest -p no:cacheprovider tests/unit spark/tests -q
+# The unit tests in two halves of about the same CPU time: the files whose tests run ansible-playbook against
+# local inventories, and the rest. make test runs them side by side (with lint): one pytest used one of the two
+# cores for the three minutes after lint ended (docs/measurements.md, 2026-11-29).
+UNIT_PLAYBOOK_FILES := $(addprefix tests/unit/,test_preflight_playbook.py test_render.py test_render_zookeeper.py test_ansible_speedups.py)
+
+unit: unit-playbooks unit-rest  ## unit tests: no containers (roles, tools, the Spark job on a local SparkSession, the pinned releases' topic configs)
+
+unit-playbooks: venv artifacts  ## the unit tests that run playbooks against local inventories (half of make unit)
+	mkdir -p .cache/pytest && $(BIN)/pytest -p no:cacheprovider --basetemp=.cache/pytest/unit-playbooks $(UNIT_PLAYBOOK_FILES) -q
+
+unit-rest: venv artifacts  ## the other unit tests, the Spark job's included (half of make unit)
+	mkdir -p .cache/pytest && $(BIN)/pytest -p no:cacheprovider --basetemp=.cache/pytest/unit-rest tests/unit spark/tests $(addprefix --ignore=,$(UNIT_PLAYBOOK_FILES)) -q
 
 MOLECULE_SCENARIOS := default zookeeper spark
 # A scenario whose hosts run another Debian release than LAB_RELEASE says so in its molecule.yml
@@ -162,7 +172,7 @@ journey-default: molecule-default  ## molecule default with upgrade.yml --check 
 journey-spark: molecule-spark  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): the instances restarted one at a time, the failover cases on the one Kafka machine, a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
 
 test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
-	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit-playbooks+unit-rest+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache
