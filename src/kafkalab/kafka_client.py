@@ -138,14 +138,14 @@ def use(path: str | None) -> None:
 
 # kafka-python 3.0.12 (the newest release) refreshes a client's metadata in one task on its I/O thread, and that task
 # retries only failures that are KafkaErrors. A connection the broker resets while the client is still setting it up
-# (TLS wraps the socket outside the handshake's error handling) fails the refresh with a bare ConnectionResetError:
-# the task ends, silently, and the client never refreshes its metadata again. Its producer then sends to a partition's
-# old leader until the delivery timeout: NotLeaderOrFollower on every retry, or, with that broker down, connection
-# refused (seen twice in test_failover's SIGKILL cases, in CI and in a rehearsal; every client here is exposed, the lag
-# exporter included). Kafka's own clients treat any failure of a metadata request as retriable; so does this patch: a
-# refresh that fails with anything but a KafkaError fails with a KafkaConnectionError carrying it, which the task
-# retries after its backoff. tests/unit/test_kafka_client.py drives the task itself and checks the bug is still there
-# upstream (drop this when it is not).
+# (TLS wraps the socket outside the handshake's error handling) fails the refresh with a bare ConnectionResetError: the
+# task ends, silently, and the client never refreshes its metadata again. Its producer then sends to a partition's old
+# leader until the delivery timeout: NotLeaderOrFollower on every retry, or, with that broker down, connection refused
+# (test_failover's SIGKILL cases: the bare error is in a rehearsal's log, the same symptom in a CI run whose log kept
+# only its tail; every client here is exposed, the lag exporter included). Kafka's own clients treat any failure of a
+# metadata request as retriable; so does this patch: a refresh that fails with anything but a KafkaError fails with a
+# KafkaConnectionError carrying it, which the task retries after its backoff. tests/unit/test_kafka_client.py drives the
+# task itself and checks the bug is still there upstream (drop this when it is not).
 _upstream_do_refresh_metadata = ClusterMetadata._do_refresh_metadata
 
 
