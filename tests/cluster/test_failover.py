@@ -551,7 +551,6 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
             f"{case}: no ISR shrink and no leader-epoch rise seen on {topic} (and, in ZooKeeper mode, {victim}'s "
             "registration not replaced): the disruption never reached the cluster"
         )
-        assert recovered, f"{case}: ISR of {topic} did not grow back to 3 within {RECOVERY_TIMEOUT_S}s"
     else:
         assert quorum_epoch is not None and report.quorum_leader(admin)[1] > quorum_epoch, (
             f"{case}: the metadata quorum's epoch did not rise: losing controller {victim} never reached the quorum"
