@@ -214,3 +214,64 @@ def test_a_spark_job_without_a_declared_kafka_user_is_refused_on_a_sasl_listener
         "Spark job on spark1 logs in as it on the SASL_SSL bootstrap listener",
     )
     assert "Adm1n-unit-test-pass" not in run.stdout + run.stderr
+
+
+VAULT_PASSWORD = "unit-test-vault-password"
+
+
+def with_vaulted_users(tmp: Path, passwords: dict[str, str]) -> tuple[Path, Path]:
+    """inventory() on SASL_SSL with the archive `make artifacts` assembles, whose kafka_users take their passwords
+    from ansible-vault: group_vars/all/vault.yml beside it as `ansible-vault encrypt_string` writes it (one inline
+    !vault value per user), under VAULT_PASSWORD. Returns the inventory and the vault password file."""
+    from ansible.parsing.vault import VaultLib, VaultSecret
+
+    vault = VaultLib([("default", VaultSecret(VAULT_PASSWORD.encode()))])
+    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
+    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
+    secured = {
+        "kafka_listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}],
+        "kafka_controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"},
+        "kafka_users": [{"name": name, "password": f"{{{{ vault_{name}_password }}}}"} for name in passwords],
+        "kafka_authorizer": True,
+        "kafka_tls_ca_dir": str(tmp / "pki"),
+    }
+    path = inventory(tmp, {**archive, **secured})
+    (tmp / "group_vars" / "all").mkdir(parents=True)
+    lines = ["---"]
+    for name, password in passwords.items():
+        lines.append(f"vault_{name}_password: !vault |")
+        lines += [f"  {line}" for line in vault.encrypt(password).decode().splitlines()]
+    (tmp / "group_vars" / "all" / "vault.yml").write_text("\n".join(lines) + "\n")
+    secret_file = tmp / "vault-password"
+    secret_file.write_text(VAULT_PASSWORD + "\n")
+    secret_file.chmod(0o600)
+    return path, secret_file
+
+
+def test_scram_passwords_from_ansible_vault_pass_the_preflight_and_never_show(tmp_path: Path) -> None:
+    """The way a real inventory keeps its passwords: every controller check reads them decrypted (its hosts,
+    192.0.2.x, are not there, so the first task on a host is UNREACHABLE), and a -vvv run shows none of them."""
+    passwords = {"admin": "Adm1n-vaulted-unit-pass", "broker": "Br0ker-vaulted-unit-pass"}
+    path, secret_file = with_vaulted_users(tmp_path, passwords)
+    env = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1"}
+    run = run_playbook(
+        ROOT / "playbooks/preflight.yml", path, cwd=ROOT, env=env, timeout=300,
+        args=("-vvv", "--vault-password-file", str(secret_file)),
+    )  # fmt: skip
+    out = " ".join((run.stdout + run.stderr).split())
+    assert "PLAY [Preflight on the hosts]" in out, out[-3000:]
+    assert not re.search(r"fatal: \[(\S+ -> )?localhost\]", out), out[-3000:]
+    assert "UNREACHABLE!" in out, out[-3000:]
+    for password in passwords.values():
+        assert password not in run.stdout + run.stderr
+
+
+def test_a_vaulted_scram_password_that_does_not_fit_is_refused_without_showing_it(tmp_path: Path) -> None:
+    passwords = {"admin": "sh0rt pass", "broker": "Br0ker-vaulted-unit-pass"}
+    path, secret_file = with_vaulted_users(tmp_path, passwords)
+    run = site(path, "-vvv", "--vault-password-file", str(secret_file))
+    refused_in_preflight(
+        run, "kafka_users[0] (admin) has a password that does not fit: a SCRAM password needs at least 12"
+    )
+    for password in passwords.values():
+        assert password not in run.stdout + run.stderr
