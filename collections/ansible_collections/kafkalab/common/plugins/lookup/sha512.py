@@ -3,8 +3,9 @@
 The preflight checks every artifact it hands the hosts (the Kafka and ZooKeeper archives, the JMX agent, the
 lag exporter's and Spark's wheels and jars) against the sha512 the repository pins, on every run. `stat` with
 `checksum_algorithm` does the same hashing in a module process of its own, which costs about a second a file
-before it reads a byte (a no-op site.yml looked at ten files that way). A missing path, or one that is not a
-regular file, gives '' (which no pinned sha512 equals), so a check still fails closed and can say why."""
+before it reads a byte (the spark scenario's preflight looked at nine files that way). A missing path, or one
+that is not a regular file, gives '' (which no pinned sha512 equals), so a check still fails closed and can say
+why."""
 
 from __future__ import annotations
 
