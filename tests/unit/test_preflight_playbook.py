@@ -172,12 +172,17 @@ def test_the_single_host_inventory_passes_the_controller_preflight_and_a_port_cl
     )
 
 
+def shipped_archive() -> dict[str, Any]:
+    """The release and archive settings of inventories/single-host: the archive `make artifacts` assembles, so the
+    Kafka checks that run before the ones a test is about fetch nothing."""
+    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
+    return {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
+
+
 def with_spark(tmp: Path, all_vars: dict[str, Any], spark1: dict[str, Any]) -> Path:
     """inventory() with the archive `make artifacts` assembles (as inventories/single-host takes it: the Kafka
     checks that run before the Spark ones fetch nothing) and one Spark host, spark1, master and worker."""
-    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
-    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
-    path = inventory(tmp, {**archive, **all_vars})
+    path = inventory(tmp, {**shipped_archive(), **all_vars})
     inv = yaml.safe_load(path.read_text())
     inv["all"]["hosts"]["spark1"] = {"ansible_host": "192.0.2.21", **spark1}
     inv["all"]["children"]["spark"] = {
@@ -226,8 +231,6 @@ def with_vaulted_users(tmp: Path, passwords: dict[str, str]) -> tuple[Path, Path
     from ansible.parsing.vault import VaultLib, VaultSecret
 
     vault = VaultLib([("default", VaultSecret(VAULT_PASSWORD.encode()))])
-    shipped = yaml.safe_load((ROOT / "inventories/single-host/group_vars/all/kafka.yml").read_text())
-    archive = {k: v for k, v in shipped.items() if k.startswith("kafka_archive_") or k == "kafka_version"}
     secured = {
         "kafka_listeners": [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}],
         "kafka_controller_listener": {"name": "CONTROLLER", "port": 9093, "protocol": "SSL"},
@@ -235,7 +238,7 @@ def with_vaulted_users(tmp: Path, passwords: dict[str, str]) -> tuple[Path, Path
         "kafka_authorizer": True,
         "kafka_tls_ca_dir": str(tmp / "pki"),
     }
-    path = inventory(tmp, {**archive, **secured})
+    path = inventory(tmp, {**shipped_archive(), **secured})
     (tmp / "group_vars" / "all").mkdir(parents=True)
     lines = ["---"]
     for name, password in passwords.items():
