@@ -7,6 +7,7 @@ sequence) triples is compared with what a separate consumer read, per partition 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import threading
@@ -323,6 +324,8 @@ class BackgroundProducer:
         self._lock = threading.Lock()
         self.acked: list[Record] = []
         self.ack_times: list[float] = []
+        self.send_times: list[float] = []  # by sequence number
+        self.highest_acked = -1
         self.failed: list[int] = []
         self.sent = 0
         self._closing_diagnosis = ""
@@ -349,6 +352,7 @@ class BackgroundProducer:
             with self._lock:
                 self.acked.append(Record(md.partition, md.offset, key, seq))
                 self.ack_times.append(time.monotonic())
+                self.highest_acked = max(self.highest_acked, seq)
 
         return callback
 
@@ -366,6 +370,8 @@ class BackgroundProducer:
             future = self._producer.send(self.topic, key=key.encode(), value=encode(self.run_id, seq))
             future.add_callback(self._on_ack(seq, key))
             future.add_errback(self._on_error(seq))
+            with self._lock:
+                self.send_times.append(time.monotonic())
             seq += 1
             self.sent = seq
             time.sleep(self._interval)
@@ -373,6 +379,18 @@ class BackgroundProducer:
     def acks_between(self, start: float, end: float) -> int:
         with self._lock:
             return sum(start <= t <= end for t in self.ack_times)
+
+    def wait_for_ack_after(self, moment: float, timeout_s: float) -> bool:
+        """Wait until a send made after `moment` (time.monotonic()) is acknowledged: the stream flows again.
+        False when none was within timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                first_later = bisect.bisect_right(self.send_times, moment)
+                acked = first_later < len(self.send_times) and self.highest_acked >= first_later
+            if acked or time.monotonic() >= deadline:
+                return acked
+            time.sleep(0.2)
 
     def stop(self, timeout_s: float = 180) -> int:
         """Stop sending, wait for every outstanding send to be acknowledged or to fail; returns how many did
