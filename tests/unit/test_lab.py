@@ -133,6 +133,8 @@ def test_lab_run_args_carry_every_setting_of_systemd_host_yml() -> None:
 def test_molecule_scenarios_start_their_hosts_from_systemd_host_yml_alone(scenario: str) -> None:
     config = yaml.safe_load((ROOT / "molecule" / scenario / "molecule.yml").read_text())
     assert config["provisioner"]["playbooks"]["create"] == "../create.yml"
+    # And are removed by molecule/destroy.yml, which knows what create.yml makes (its volumes kept).
+    assert config["provisioner"]["playbooks"]["destroy"] == "../destroy.yml"
     settings = yaml.safe_load((ROOT / "molecule/systemd_host.yml").read_text())
     for platform in config["platforms"]:
         # A platform may add named volumes of its own (a shared filesystem's stand-in); create.yml appends
