@@ -6,10 +6,11 @@ SIGKILL or stopped cleanly, the active controller is killed, a broker is paused 
 broker is cut off from its peers by firewall rules. When the node is a broker, replication must be seen
 disturbed (an ISR shrink, or a leader epoch rise when the shrink is too short to sample) and then
 every ISR back to the full replica set; when it is a dedicated controller (no replicas), the quorum's
-epoch must rise and no ISR shrink. Acknowledgements must keep coming through a clean stop, a pause
-or an isolation, and flow again once the cluster is whole after a SIGKILL; every send must be
-acknowledged. Afterwards a consumer reads everything back: every acknowledged message exactly once,
-in order within each partition. Each case's numbers, the longest gap between acks among them, go to
+epoch must rise and no ISR shrink. Acknowledgements must keep coming while a cleanly stopped node is
+down, and while a paused or isolated one is out past the timeout that drops it; after a SIGKILL they
+must flow again once the cluster is whole (see Disruption); every send must be acknowledged.
+Afterwards a consumer reads everything back: every acknowledged message exactly once, in order
+within each partition. Each case's numbers, the longest gap between acks among them, go to
 .cache/test-artifacts/failover-<scenario>.jsonl.
 Each case starts on a fully healthy cluster.
 
@@ -341,27 +342,51 @@ def _quietly(check: Callable[[str], bool], arg: str) -> bool:
         return False
 
 
+@dataclass
+class Disruption:
+    """The node a case disrupted, and when the cluster had to go on acknowledging writes without it.
+
+    A clean stop hands the node's leaderships over before the process exits: writes go on for the whole
+    time it is down. A pause or an isolation lasts past the timeout that drops the node (stall_seconds):
+    writes go on from that timeout to the node's return. A SIGKILLed node is back within seconds (systemd),
+    often before the cluster noticed; with acks=all every partition waits for it until then (in ZooKeeper mode
+    until its session lapses; seen in CI: no ack in the 6 s to a SIGKILLed controller's restart), so there
+    is no such stretch (None): the stream must only flow again once the cluster is whole.
+    """
+
+    victim: str
+    writes_from: float | None = None  # time.monotonic()
+    writes_until: float | None = None
+    how: str = ""
+
+
 # Each disruption gets the node, the cluster and the admin client and returns when the node has been
 # restored (or is being restored by systemd); recovery is then awaited through the ISR.
-def kill_leader(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
+def kill_leader(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
     name = broker_host(cluster, partition_leader(admin, topic))
     host = node(name)
     assert host.run(f"systemctl kill --signal=SIGKILL {kafka_unit(name)}").rc == 0
     # systemd (Restart=on-failure) brings it back; make sure it did.
     wait_for(lambda: service_running(host, name), 60, f"systemd to restart {kafka_unit(name)} on {name}")
-    return name
+    return Disruption(name)
 
 
-def stop_leader_cleanly(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
+# How long a cleanly stopped partition leader stays down.
+CLEAN_STOP_S = 10
+
+
+def stop_leader_cleanly(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
     name = broker_host(cluster, partition_leader(admin, topic))
     host = node(name)
     assert host.run(f"systemctl stop {kafka_unit(name)}").rc == 0
-    time.sleep(10)
+    stopped = time.monotonic()
+    time.sleep(CLEAN_STOP_S)
+    back = time.monotonic()
     assert host.run(f"systemctl start {kafka_unit(name)}").rc == 0
-    return name
+    return Disruption(name, stopped, back, "stopped (its leaderships handed over as it stopped)")
 
 
-def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
+def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
     name = broker_host(cluster, active_controller(admin))
     host = node(name)
     assert host.run(f"systemctl kill --signal=SIGKILL {kafka_unit(name)}").rc == 0
@@ -372,7 +397,7 @@ def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str
         wait_for(lambda: report.quorum_leader(admin)[0] >= 0, 60, "the metadata quorum to have a leader again")
     else:
         wait_for(lambda: active_controller(admin) >= 0, 60, "a new active controller")
-    return name
+    return Disruption(name)
 
 
 # ZooKeeper mode: how long a killed broker may take to register again (its old session lapses after
@@ -386,32 +411,38 @@ REPLICA_LAG_TIME_MAX_MS = 30000
 STALL_MARGIN_S = {"kraft": 15, "zookeeper": 10}
 
 
-def stall_seconds(cluster: Cluster, name: str) -> float:
-    """How long to pause or isolate a broker so that replication really notices, read from its config.
+def drop_seconds(cluster: Cluster, name: str) -> float:
+    """After how long a silent broker leaves the ISRs, read from its config.
 
     KRaft: the controller fences a broker that misses heartbeats for broker.session.timeout.ms and
     shrinks its ISRs at once. ZooKeeper mode has no fencing: the leaders drop a silent follower only
     after replica.lag.time.max.ms (a 20 s pause there shrank nothing; a 20 s isolation shrank nothing
-    in one CI run). Each gets a margin, so the ISR stays shrunk long enough for the watcher to see it.
+    in one CI run).
     """
     props = cluster.properties[name]
     if cluster.mode == "kraft":
-        timeout_ms = int(props.get("broker.session.timeout.ms", BROKER_SESSION_TIMEOUT_MS))
-    else:
-        timeout_ms = int(props.get("replica.lag.time.max.ms", REPLICA_LAG_TIME_MAX_MS))
-    return timeout_ms / 1000 + STALL_MARGIN_S[cluster.mode]
+        return int(props.get("broker.session.timeout.ms", BROKER_SESSION_TIMEOUT_MS)) / 1000
+    return int(props.get("replica.lag.time.max.ms", REPLICA_LAG_TIME_MAX_MS)) / 1000
 
 
-def pause_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
+def stall_seconds(cluster: Cluster, name: str) -> float:
+    """How long to pause or isolate a broker so that replication really notices: past the timeout that drops
+    it, a margin, so the ISR stays shrunk long enough for the watcher to see it."""
+    return drop_seconds(cluster, name) + STALL_MARGIN_S[cluster.mode]
+
+
+def pause_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
     name = broker_host(cluster, partition_leader(admin, topic))
     host = node(name)
     pid = host.run(f"systemctl show {kafka_unit(name)} --property=MainPID --value").stdout.strip()
     assert host.run(f"kill -STOP {pid}").rc == 0
+    paused = time.monotonic()
     try:
         time.sleep(stall_seconds(cluster, name))
     finally:
+        back = time.monotonic()
         assert host.run(f"kill -CONT {pid}").rc == 0
-    return name
+    return Disruption(name, paused + drop_seconds(cluster, name), back, "paused, past the timeout that drops it")
 
 
 def node_addresses(cluster: Cluster) -> dict[str, str]:
@@ -431,7 +462,7 @@ def node_addresses(cluster: Cluster) -> dict[str, str]:
     return out
 
 
-def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str:
+def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
     controller = active_controller(admin)
     name = next(n for n in cluster.brokers if cluster.node_id(n) != controller)
     if len(machine_mates(name, list(cluster.properties))) > 1:
@@ -446,27 +477,17 @@ def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> str
     rules = [f"INPUT -s {ip} -j DROP" for ip in peers] + [f"OUTPUT -d {ip} -j DROP" for ip in peers]
     for rule in rules:
         assert host.run(f"iptables -I {rule}").rc == 0
+    cut = time.monotonic()
     try:
         time.sleep(stall_seconds(cluster, name))
     finally:
+        back = time.monotonic()
         for rule in rules:
             host.run(f"iptables -D {rule}")
-    return name
+    return Disruption(name, cut + drop_seconds(cluster, name), back, "cut off, past the timeout that drops it")
 
 
-# The disruptions the cluster must write through: a clean stop hands the node's leaderships over before it
-# exits, and a pause or an isolation lasts past the timeout that drops the node (stall_seconds). A SIGKILLed
-# node is back within seconds (systemd), often before the cluster noticed: with acks=all every partition
-# waits for it until then (in ZooKeeper mode until its session lapses or replica.lag.time.max.ms passes; seen
-# in CI: no ack in the 6 s to a SIGKILLed controller's restart), so for those the stream must only flow again
-# once the cluster is whole, and the longest gap between acks is recorded.
-WRITES_GO_ON = {
-    "clean-stop-partition-leader": "stopped (its leaderships handed over)",
-    "sigstop-broker": "paused past its timeout",
-    "firewall-isolated-broker": "cut off past its timeout",
-}
-
-CASES = {
+CASES: dict[str, Callable[[Cluster, KafkaAdminClient, str], Disruption]] = {
     "sigkill-partition-leader": kill_leader,
     "clean-stop-partition-leader": stop_leader_cleanly,
     "sigkill-active-controller": kill_active_controller,
@@ -547,7 +568,8 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
     try:
         time.sleep(3)  # a steady stream before the disruption
         began = time.monotonic()
-        victim = CASES[case](cluster, admin, topic)
+        disruption = CASES[case](cluster, admin, topic)
+        victim = disruption.victim
         restored = time.monotonic()
         # What to expect follows the topology: a node that is a broker holds replicas, so losing it must
         # show in replication; a dedicated controller holds none, so losing it moves only the quorum's
@@ -597,6 +619,11 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
     else:
         isr_recovery = "shrink-not-sampled"
     acked_during = producer.acks_between(began, restored)
+    written_through = (
+        None
+        if disruption.writes_from is None or disruption.writes_until is None
+        else producer.acks_between(disruption.writes_from, disruption.writes_until)
+    )
     gap = longest_gap(producer.ack_times)
 
     consumed = e2e.consume_run(cluster.bootstrap, topic, producer.run_id)
@@ -617,6 +644,7 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         lost=len(result.lost),
         duplicated=len(result.duplicated),
         acked_during_disruption=acked_during,
+        acked_while_written_through=written_through,
         disruption_to_recovery_s=round(recovered_at - began, 1),
         longest_ack_gap_s=round(gap, 3),
         min_isr=watcher.min_isr,
@@ -624,8 +652,9 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         zookeeper_registration_replaced=re_registered if registered else None,
     )
     assert resumed, f"{case}: no acknowledgement within {RECOVERY_TIMEOUT_S} s of the cluster's recovery"
-    if case in WRITES_GO_ON:
-        assert acked_during > 0, f"{case}: no acknowledgement while {victim} was {WRITES_GO_ON[case]}"
+    if written_through is not None:
+        span = (disruption.writes_until or 0) - (disruption.writes_from or 0)
+        assert written_through > 0, f"{case}: no acknowledgement in the {span:.0f} s {victim} was {disruption.how}"
     assert result.lost == [], f"{case}: lost {len(result.lost)} acknowledged messages"
     assert result.duplicated == [], f"{case}: {len(result.duplicated)} duplicated"
     assert result.moved == []
