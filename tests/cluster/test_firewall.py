@@ -209,7 +209,9 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         rules |= monitoring_rules(host, agent_port(host, kafka_unit(host)))
     if host in zookeepers and variables(host).get("kafka_mode") == "zookeeper":
         cfg = zoo_cfg(host)
-        rules |= {(f"{cfg['clientPort']}/tcp", address(h)) for h in {*brokers, *zookeepers}}
+        # The client port: clientPort, or secureClientPort with zookeeper_tls (then nothing listens in plaintext).
+        client_port = cfg.get("clientPort") or cfg["secureClientPort"]
+        rules |= {(f"{client_port}/tcp", address(h)) for h in {*brokers, *zookeepers}}
         peer, election = next(v for k, v in cfg.items() if k.startswith("server.")).split(";")[0].split(":")[1:3]
         rules |= {(f"{port}/tcp", address(h)) for h in zookeepers for port in (peer, election)}
         rules |= monitoring_rules(host, agent_port(host, "zookeeper"))

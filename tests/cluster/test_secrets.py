@@ -1,7 +1,7 @@
 """Secrets never appear in Ansible's output or in files a non-root user can read.
 
 The secrets are whatever the deployed cluster holds, read as root: every PEM private key under /etc on every
-machine (each Kafka node's key, in key.pem and node.pem), the project CA's key on the controller, Spark's shared
+machine (each Kafka node's key, in key.pem and node.pem; each ZooKeeper server's, with zookeeper_tls), the project CA's key on the controller, Spark's shared
 secret (spark.authenticate.secret), and every SCRAM user's password the inventory declares (kafka_users). A key
 gives itself away by any line of its base64 body.
 
@@ -76,8 +76,9 @@ def secrets() -> dict[str, set[str]]:
         ca_cert = ca_key.with_name("ca.pem")
         found[f"controller:{ca_key}"] = _key_lines(ca_key.read_text(), ca_cert.read_text() if ca_cert.exists() else "")
     found = {k: v for k, v in found.items() if v}
-    # An empty list would make the tests below pass for nothing: a cluster without TLS, SCRAM users or Spark (the
-    # zookeeper scenario) has no secret to keep, and these tests say so rather than pass.
+    # An empty list would make the tests below pass for nothing: a cluster without TLS, SCRAM users or Spark has no
+    # secret to keep, and these tests say so rather than pass. (The zookeeper scenario has the ZooKeeper servers'
+    # keys and the brokers' ZooKeeper client keys.)
     if not found:
         pytest.skip("no private key, SCRAM password or Spark secret on any machine: nothing to look for")
     print(f"looking for {len(found)} secrets: {', '.join(sorted(found))}")

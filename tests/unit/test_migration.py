@@ -10,6 +10,7 @@ from ansible_collections.kafkalab.common.plugins.module_utils.properties import 
 from kafka_cluster import MIGRATION_PHASES, kafka_cluster_model
 from kafka_health import MIGRATION_ORDER, migration_state, parse_zookeeper_json
 from kafka_outputs import kafka_firewall_services, kafka_server_properties, to_properties
+from kafka_tls import kafka_zookeeper_client_properties
 from test_kafka_cluster_model import SETTINGS as KRAFT_SETTINGS
 
 BROKERS = ["k1", "k2", "k3"]
@@ -98,6 +99,37 @@ def test_during_the_migration_the_controllers_reach_the_inter_broker_listener_an
     plain = kafka_cluster_model(hostvars(), CONTROLLERS, BROKERS, {**SETTINGS, "version": "4.3.1"})
     inter = next(s for s in kafka_firewall_services(plain) if s["name"] == "kafka INTERNAL" and s["hosts"] == ["k1"])
     assert not set(CONTROLLERS) & set(inter["from_hosts"])
+
+
+@pytest.mark.parametrize(
+    ("phase", "zookeeper_tls_nodes"),
+    [
+        ("controllers", BROKERS + CONTROLLERS),
+        ("brokers_migration", BROKERS + CONTROLLERS),
+        # The brokers run KRaft: only the controllers still write to ZooKeeper, until finalized.
+        ("brokers_kraft", CONTROLLERS),
+    ],
+)
+def test_with_a_tls_ensemble_every_node_that_has_zookeeper_connect_gets_the_tls_settings(
+    phase: str, zookeeper_tls_nodes: list[str]
+) -> None:
+    m = model(phase, zookeeper_tls=True)
+    assert m["problems"] == [] and m["zookeeper_tls"] is True
+    for host in m["nodes"]:
+        tls = kafka_zookeeper_client_properties(m, host, "/etc/kafka/tls")
+        has_connect = "zookeeper.connect" in kafka_server_properties(m, host, SETTINGS)
+        assert bool(tls) == has_connect == (host in zookeeper_tls_nodes), host
+        if tls:
+            assert tls["zookeeper.ssl.keystore.location"] == "/etc/kafka/tls/zookeeper-client.pem"
+    plain = model(phase)
+    assert not any(kafka_zookeeper_client_properties(plain, h, "/etc/kafka/tls") for h in plain["nodes"])
+
+
+def test_a_kraft_cluster_has_no_zookeeper_tls_to_give() -> None:
+    m = kafka_cluster_model(hostvars(), CONTROLLERS, BROKERS, {**SETTINGS, "zookeeper_tls": True})
+    assert m["zookeeper_tls"] is False
+    m = kafka_cluster_model(hostvars(), CONTROLLERS, BROKERS, {**SETTINGS, "zookeeper_tls": "maybe"})
+    assert any("kafka_zookeeper_tls (zookeeper_tls) must be true or false, not 'maybe'" in p for p in m["problems"])
 
 
 @pytest.mark.parametrize(

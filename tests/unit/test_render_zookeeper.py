@@ -99,6 +99,37 @@ def test_three_nodes_render_an_ensemble_and_zookeeper_mode_brokers(tmp_path: Pat
         assert "  zookeeper-shell) ;;\n" in cli
 
 
+def test_zookeeper_tls_secures_the_client_port_the_quorum_and_the_brokers_connection(tmp_path: Path) -> None:
+    """zookeeper_tls: no plaintext port, the quorum on TLS, x509 clients; the brokers follow it with their own key
+    store, the name every Kafka node shares, znode ACLs, and zookeeper-shell reads the same settings."""
+    hv = hosts(3)
+    names = list(hv)
+    result = render(tmp_path, hv, {**ZK_VARS, "zookeeper_tls": True, "zookeeper_client_port": 2182}, names, names)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = tmp_path / "out"
+    for name in names:
+        cfg = parse_properties((out / f"{name}.zoo.cfg").read_text())
+        assert "clientPort" not in cfg
+        assert cfg["secureClientPort"] == "2182"
+        assert cfg["serverCnxnFactory"] == "org.apache.zookeeper.server.NettyServerCnxnFactory"
+        assert cfg["authProvider.x509"] == "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+        assert cfg["ssl.clientAuth"] == "need"
+        assert cfg["sslQuorum"] == "true"
+        for prefix in ("ssl.", "ssl.quorum."):
+            assert cfg[prefix + "keyStore.location"] == "/etc/zookeeper/tls/node.pem"
+            assert cfg[prefix + "trustStore.location"] == "/etc/zookeeper/tls/ca.pem"
+            assert cfg[prefix + "keyStore.type"] == cfg[prefix + "trustStore.type"] == "PEM"
+        props = parse_properties((out / f"{name}.server.properties").read_text())
+        assert props["zookeeper.connect"] == "192.0.2.11:2182,192.0.2.12:2182,192.0.2.13:2182"
+        assert props["zookeeper.ssl.client.enable"] == "true"
+        assert props["zookeeper.clientCnxnSocket"] == "org.apache.zookeeper.ClientCnxnSocketNetty"
+        assert props["zookeeper.ssl.keystore.location"] == "/etc/kafka/tls/zookeeper-client.pem"
+        assert props["zookeeper.ssl.truststore.location"] == "/etc/kafka/tls/ca.pem"
+        assert props["zookeeper.set.acl"] == "true"
+        cli = (out / f"{name}.kafka-cli.sh").read_text()
+        assert 'zookeeper_client="/etc/kafka/zookeeper-client.properties"' in cli
+
+
 def test_kraft_on_kafka_4_keeps_log4j2_and_no_zookeeper_shell(tmp_path: Path) -> None:
     hv = hosts(1)
     result = render(tmp_path, hv, {"kafka_archive_source": "url"}, ["node1"], [], controllers=["node1"])

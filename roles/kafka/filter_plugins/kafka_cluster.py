@@ -755,10 +755,17 @@ def kafka_cluster_model(
         if inter_broker_protocol in TLS_PROTOCOLS and tls and not zookeeper_mode and not phase
         else ""
     )
+    zookeeper_tls = as_bool(settings.get("zookeeper_tls", False))
+    if zookeeper_tls is None:
+        problems.append(
+            f"kafka_zookeeper_tls (zookeeper_tls) must be true or false, not {settings.get('zookeeper_tls')!r}."
+        )
     return {
         "mode": mode,
         "migration_phase": phase,
         "standby_controllers": standby,
+        # TLS between the Kafka nodes that talk to ZooKeeper (zookeeper_clients) and the ensemble.
+        "zookeeper_tls": bool(zookeeper_connect) and bool(zookeeper_tls),
         # Who talks to ZooKeeper: the brokers, and during a migration the controllers too.
         "zookeeper_clients": (brokers + controllers) if phase else (brokers if zookeeper_mode else []),
         "inter_broker_protocol": inter_broker_protocol,

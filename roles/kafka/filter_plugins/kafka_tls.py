@@ -48,6 +48,35 @@ def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str) -> dict[
     return props
 
 
+def kafka_zookeeper_client_properties(model: Mapping[str, Any], host: str, tls_dir: str) -> dict[str, str]:
+    """A node's TLS settings for ZooKeeper (zookeeper.ssl.*), when the ensemble runs TLS (model zookeeper_tls) and
+    the node's server.properties has zookeeper.connect (kafka_outputs.py: a broker in ZooKeeper mode or migrating,
+    a controller migrating); else {}.
+
+    The same keys are what zookeeper-shell's -zk-tls-config-file reads. The key store is the node's own key with
+    the certificate every Kafka node's subject shares (tasks/zookeeper_tls.yml); the trust store the project CA.
+    The client checks that the server's certificate names the address it dialled (ZooKeeper's client default).
+    """
+    node = (model.get("nodes") or {}).get(host)
+    if not model.get("zookeeper_tls") or not node:
+        return {}
+    stage = str(node.get("stage") or ("zookeeper" if model.get("mode") == "zookeeper" else "kraft"))
+    roles = node.get("roles") or []
+    if not (
+        ("broker" in roles and stage in ("zookeeper", "migration")) or ("controller" in roles and stage == "migration")
+    ):
+        return {}
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        # TLS needs ZooKeeper's Netty client (the NIO one cannot do it).
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.keystore.type": "PEM",
+        "zookeeper.ssl.keystore.location": f"{tls_dir}/zookeeper-client.pem",
+        "zookeeper.ssl.truststore.type": "PEM",
+        "zookeeper.ssl.truststore.location": f"{tls_dir}/ca.pem",
+    }
+
+
 def kafka_tls_client_properties(model: Mapping[str, Any], tls_dir: str, listener: str | None = None) -> dict[str, str]:
     """The admin tools' --command-config on a node, for one listener (default: the controller listener, for
     --bootstrap-controller; the inter-broker one for --bootstrap-server): the node's own key and certificate.
@@ -158,6 +187,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "kafka_tls_expiry_metric": kafka_tls_expiry_metric,
+            "kafka_zookeeper_client_properties": kafka_zookeeper_client_properties,
             "kafka_tls_server_properties": kafka_tls_server_properties,
             "kafka_tls_client_properties": kafka_tls_client_properties,
             "kafka_tls_problems": kafka_tls_problems,

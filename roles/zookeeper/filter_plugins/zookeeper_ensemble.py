@@ -102,9 +102,36 @@ def zookeeper_config(model: Mapping[str, Any], settings: Mapping[str, Any]) -> d
         "autopurge.snapRetainCount": str(settings["autopurge_snap_retain_count"]),
         "autopurge.purgeInterval": str(settings["autopurge_purge_interval"]),
     }
+    if as_bool(settings.get("tls")):
+        config.update(zookeeper_tls_config(str(settings["tls_dir"])))
+        # Clients reach the port with TLS only: without clientPort nothing listens in plaintext.
+        config["secureClientPort"] = config.pop("clientPort")
     for server in sorted(model["servers"].values(), key=lambda s: s["myid"] or 0):
         config[f"server.{server['myid']}"] = f"{server['address']}:{settings['peer_port']}:{settings['election_port']}"
     return config
+
+
+def zookeeper_tls_config(tls_dir: str) -> dict[str, str]:
+    """zoo.cfg's TLS: the client port (Netty, every client shows a certificate from the project CA and is known by
+    its subject, the x509 auth scheme Kafka's znode ACLs name) and the quorum (peers and election, each server
+    checking the other's certificate names its address). Key stores in PEM: the server's unencrypted PKCS#8 key
+    and its certificate in node.pem, the project CA in ca.pem; no password anywhere."""
+    stores = {
+        "keyStore.location": f"{tls_dir}/node.pem",
+        "keyStore.type": "PEM",
+        "trustStore.location": f"{tls_dir}/ca.pem",
+        "trustStore.type": "PEM",
+    }
+    return {
+        "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        # NettyServerCnxnFactory authenticates TLS clients with the provider named x509, which only this
+        # registers; without it every TLS client is dropped ("X509 Auth provider not found").
+        "authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+        "ssl.clientAuth": "need",
+        **{f"ssl.{key}": value for key, value in stores.items()},
+        "sslQuorum": "true",
+        **{f"ssl.quorum.{key}": value for key, value in stores.items()},
+    }
 
 
 def zookeeper_cfg_text(config: Mapping[str, Any]) -> str:
