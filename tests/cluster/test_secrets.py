@@ -1,9 +1,9 @@
 """Secrets never appear in Ansible's output or in files a non-root user can read.
 
 The secrets are whatever the deployed cluster holds, read as root: every PEM private key under /etc on every
-machine (each Kafka node's key, in key.pem and node.pem; each ZooKeeper server's, with zookeeper_tls), the project CA's key on the controller, Spark's shared
-secret (spark.authenticate.secret), and every SCRAM user's password the inventory declares (kafka_users). A key
-gives itself away by any line of its base64 body.
+machine (each Kafka node's key, in key.pem and node.pem; each ZooKeeper server's, with zookeeper_tls), the project
+CA's key on the controller, Spark's shared secret (spark.authenticate.secret), and every SCRAM user's password the
+inventory declares (kafka_users). A key gives itself away by any line of its base64 body.
 
 - The output of a whole converge at -vvv (the spark and the default scenarios' side effects run site.yml again that
   way, into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them, and shows that it ran the tasks that
