@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["kafka-topics", "kafka-configs", "kafka-metadata-quorum", "kafka-console-producer", "kafka-cluster",
-         "kafka-leader-election", "kafka-storage"]  # fmt: skip
+         "kafka-leader-election", "kafka-storage", "zookeeper-shell"]  # fmt: skip
 
 
 def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True, java_home: str = "") -> Path:
@@ -41,6 +41,7 @@ def wrapper(tmp: Path, version: str = "4.3.1", tls: bool = True, java_home: str 
             __kafka_cli_tools=TOOLS,
             __kafka_log={"option": "-Dlog4j2.configurationFile=", "tools_config": "tools-log4j2.properties"},
             __kafka_conf_dir=str(conf),
+            __kafka_zookeeper_client_config=str(conf / "zookeeper-client.properties"),
             __kafka_log_path=str(tmp / "log"),
             kafka_java_home=java_home,
             kafka_cli_bin_dir=str(tmp),
@@ -210,3 +211,16 @@ def test_no_archive_directory_means_no_class_data_options(tmp_path: Path) -> Non
     tmp = cds_node(tmp_path)
     (tmp / "cds").rmdir()
     assert cds_options(tmp, "kafka-topics") == []
+
+
+def test_zookeeper_shell_gets_the_machines_zookeeper_tls_settings_when_they_exist(tmp_path: Path) -> None:
+    """Kafka 3.x: with TLS to ZooKeeper (tasks/zookeeper_tls.yml wrote the file) the shell gets -zk-tls-config-file
+    at the end (Kafka's shell takes it anywhere), unless the caller gives its own; without the file, nothing."""
+    tmp = wrapper(tmp_path, version="3.9.2")
+    args = ["10.0.0.1:2182", "ls", "/brokers/ids"]
+    assert run(tmp, "zookeeper-shell", *args) == args
+    settings = tmp / "etc" / "zookeeper-client.properties"
+    settings.write_text("zookeeper.ssl.client.enable=true\n")
+    assert run(tmp, "zookeeper-shell", *args) == [*args, "-zk-tls-config-file", str(settings)]
+    own = [*args, "-zk-tls-config-file", "/root/other.properties"]
+    assert run(tmp, "zookeeper-shell", *own) == own
