@@ -213,15 +213,17 @@ def listener_protocol(props: dict[str, str], name: str) -> str:
 
 
 def listener_security(props: dict[str, str], name: str) -> dict[str, Any]:
-    """kafka-python's settings for a client of this listener: PLAINTEXT, TLS trusting the project CA, or that and
-    the admin's login (SASL_SSL, from the settings the kafka role wrote beside the CA). Explicit either way, so they
-    override the bootstrap listener's settings the helpers merge in."""
-    protocol = listener_protocol(props, name)
-    if protocol in ("SSL", "SASL_SSL"):
-        login = {k: v for k, v in kafka_client.settings(os.path.join(ca_dir(), "client.properties")).items()
-                 if k.startswith("sasl_")} if protocol == "SASL_SSL" else {}  # fmt: skip
-        return {"security_protocol": protocol, "ssl_cafile": os.path.join(ca_dir(), "ca.pem"), **login}
+    """kafka-python's settings for a client of this listener: PLAINTEXT, or what the kafka role wrote for it beside
+    the CA (kafka_cluster.listener_client_configs: TLS trusting the project CA, and on SASL_SSL the admin's login).
+    Explicit either way, so they override the bootstrap listener's settings the helpers merge in."""
+    if listener_protocol(props, name) in ("SSL", "SASL_SSL"):
+        return kafka_client.settings(listener_client_config(name))
     return {"security_protocol": "PLAINTEXT"}
+
+
+def listener_client_config(name: str) -> str:
+    """Where the kafka role writes a TLS listener's client settings on the controller machine."""
+    return os.path.join(ca_dir(), f"client-{name.lower()}.properties")
 
 
 @pytest.fixture(scope="session")

@@ -61,9 +61,22 @@ def _host_secrets(host: Any) -> dict[str, set[str]]:
 
 
 def _scram_passwords() -> dict[str, set[str]]:
+    """The SCRAM passwords the inventory writes out (one it templates, like the lab's, is in _controller_secrets)."""
     kafka = group("kafka")
     users = (runner().get_variables(kafka[0]).get("kafka_users") or []) if kafka else []
-    return {f"kafka_users:{u['name']}": {str(u["password"])} for u in users if u.get("password")}
+    return {
+        f"kafka_users:{u['name']}": {str(u["password"])}
+        for u in users
+        if u.get("password") and "{{" not in str(u["password"])
+    }
+
+
+def _controller_secrets() -> dict[str, set[str]]:
+    """What the controller machine made and keeps in .secrets beside the inventory: the lab's admin password (its
+    inventory reads it with a password lookup), Spark's shared secret."""
+    made = Path(ca_dir()).with_name(".secrets")
+    files = sorted(p for p in made.iterdir() if p.is_file()) if made.is_dir() else []
+    return {f"controller:{p}": {p.read_text().strip()} for p in files if p.read_text().strip()}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +84,7 @@ def secrets() -> dict[str, set[str]]:
     """'<machine>:<where>' -> the strings that would give that secret away."""
     found = {f"{m}:{where}": values for m in MACHINES for where, values in _host_secrets(node(m)).items()}
     found.update(_scram_passwords())
+    found.update(_controller_secrets())
     ca_key = Path(ca_dir()) / "ca.key"
     if ca_key.exists():
         ca_cert = ca_key.with_name("ca.pem")

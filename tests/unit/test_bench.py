@@ -5,6 +5,7 @@ against a clock: every input here is a fixed sample."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 
+from kafkalab import kafka_client
 from kafkalab.bench import (
     kafka_perf,
     parsing,
@@ -651,6 +653,10 @@ def test_plots_are_written_for_the_sections_measured(tmp_path: Path) -> None:
     written = plots.write_plots(sample_doc(), tmp_path)
     assert [p.name for p in written] == ["provisioning.png", "kafka.png", "spark.png", "spark-latency.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in written)
+    doc = sample_doc()
+    doc["kafka_over"] = {"SECURE": json.loads(json.dumps(doc["kafka"]))}
+    doc["kafka_over"]["SECURE"]["settings"]["listener"] = {"name": "SECURE", "protocol": "SASL_SSL"}
+    assert "kafka-listeners.png" in [p.name for p in plots.write_plots(doc, tmp_path)]
 
 
 @pytest.mark.parametrize(
@@ -680,3 +686,64 @@ def test_a_runs_broker_cpu_is_the_difference_of_two_readings_and_names_the_agent
     used = figures["broker_cpu"]
     assert (used["cpu_s"], used["cpu_s_total"], used["ms_per_mib"]) == ({"k1": 2.0, "k2": 1.0}, 3.0, 500.0)
     assert used["java_agents"] == {"k1": list(agent), "k2": []}
+
+
+LAB_PROPS = {
+    host: parse_properties(
+        "inter.broker.listener.name=INTERNAL\ncontroller.listener.names=CONTROLLER\n"
+        "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:SSL,SECURE:SASL_SSL,CONTROLLER:SSL\n"
+        f"advertised.listeners=INTERNAL://10.231.0.1{i}:9092,EXTERNAL://127.0.0.1:1909{i},"
+        f"SECURE://10.231.0.1{i}:9095\n"
+    )
+    for i, host in enumerate(["kafka1", "kafka2", "kafka3"], start=1)
+}
+
+
+def test_the_kafka_section_runs_over_each_listener_on_the_cluster_network_inter_broker_first() -> None:
+    """The lab: INTERNAL (PLAINTEXT), then SECURE (TLS + SCRAM); not EXTERNAL, which is advertised behind NAT
+    (the perf tools on kafka1 could not reach 127.0.0.1:19091), nor the controller listener."""
+    assert parsing.bench_listeners(LAB_PROPS, ["kafka1", "kafka2", "kafka3"]) == [
+        ("INTERNAL", "PLAINTEXT", "10.231.0.11:9092,10.231.0.12:9092,10.231.0.13:9092"),
+        ("SECURE", "SASL_SSL", "10.231.0.11:9095,10.231.0.12:9095,10.231.0.13:9095"),
+    ]
+    # A listener one broker lacks is not measured (it would not be the same cluster).
+    uneven = LAB_PROPS | {"kafka3": {**LAB_PROPS["kafka3"], "advertised.listeners": "INTERNAL://10.231.0.13:9092"}}
+    assert [n for n, _, _ in parsing.bench_listeners(uneven, ["kafka1", "kafka2", "kafka3"])] == ["INTERNAL"]
+
+
+def test_a_listeners_perf_tools_and_python_clients_read_its_settings(tmp_path: Any) -> None:
+    producer = kafka_perf.java_producer_argv("b:9095", "t", 1000, 100, "all", "/etc/kafka/client-secure.properties")
+    assert producer[producer.index("--producer.config") + 1] == "/etc/kafka/client-secure.properties"
+    consumer = kafka_perf.java_consumer_argv("b:9095", "t", 1000, "g", "/etc/kafka/client-secure.properties")
+    assert consumer[consumer.index("--consumer.config") + 1] == "/etc/kafka/client-secure.properties"
+    assert "--producer.config" not in kafka_perf.java_producer_argv("b:9092", "t", 1000, 100, "all")
+    config = tmp_path / "client-secure.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location=/x/ca.pem\n"
+        "sasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+        'required username="admin" password="pw";\n'
+    )
+    os.environ.pop(kafka_client.ENV, None)
+    with kafka_perf.client_settings(str(config)):
+        assert kafka_client.settings()["sasl_plain_username"] == "admin"
+    assert kafka_client.settings() == {}
+    with kafka_perf.client_settings(""):
+        assert kafka_client.settings() == {}
+
+
+def test_table_shows_each_listener_and_its_rates_against_the_first() -> None:
+    doc = sample_doc()
+    doc["kafka"]["settings"]["listener"] = {"name": "INTERNAL", "protocol": "PLAINTEXT"}
+    secure = json.loads(json.dumps(doc["kafka"]))
+    secure["settings"]["listener"] = {"name": "SECURE", "protocol": "SASL_SSL"}
+    secure.pop("idle")
+    secure["producers"][0]["records_per_s"] = 30000.0
+    doc["kafka_over"] = {"SECURE": secure}
+    table = report.render_table(doc)
+    assert "Kafka producers over INTERNAL (PLAINTEXT): RF 3" in table
+    assert "Kafka producers over SECURE (SASL_SSL): RF 3" in table
+    assert "SECURE against INTERNAL, rec/s (same client, size, acks):" in table
+    assert "producers: kafka-java 100 B acks=all 75.0%, kafka-python 100 B acks=all 100.0%" in table
+    assert "consumers: kafka-java 100 B 100.0%" in table
+    doc["kafka_over"] = {"SECURE": {"error": "MeasurementError: no settings"}}
+    assert "Kafka over another listener: NOT MEASURED: MeasurementError: no settings" in report.render_table(doc)

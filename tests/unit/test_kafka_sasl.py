@@ -17,6 +17,7 @@ from kafka_sasl import (
     kafka_sasl_settings,
     kafka_scram_format_args,
 )
+from kafka_tls import kafka_tool_client_files
 from test_kafka_tls import BROKERS, CONTROLLERS, HOSTS, SETTINGS
 
 from kafkalab import kafka_client
@@ -94,6 +95,27 @@ def test_without_sasl_nothing_is_added() -> None:
     assert kafka_sasl_client_properties(s, [], "INTERNAL") == {}
     assert kafka_sasl_secrets(s, []) == {}
     assert kafka_scram_format_args(s, [], 8192) == []
+
+
+def test_a_sasl_client_listener_beside_a_plaintext_inter_broker_one() -> None:
+    """The lab: INTERNAL (inter-broker) PLAINTEXT for classroom scripts, SECURE beside it with TLS and SCRAM, no
+    authorizer. The controller machine's client settings are per listener, and the SCRAM marks' home is the CA's."""
+    lab = {**SASL, "inter_broker_listener_name": "PLAIN",
+           "listeners": [{"name": "PLAIN", "port": 9092, "protocol": "PLAINTEXT"},
+                         {"name": "SECURE", "port": 9095, "protocol": "SASL_SSL"}]}  # fmt: skip
+    m = model(lab)
+    s = kafka_sasl_settings(m, USERS[:1], "admin", "broker", False, [])
+    assert s["problems"] == [] and s["sasl"] and not s["inter_broker_sasl"] and not s["authorizer"]
+    assert m["client_config"] == ""  # PLAINTEXT bootstrap: nothing to read
+    assert m["tls_ca_dir"] == "/inv/.pki"
+    assert m["listener_client_configs"] == {"SECURE": "/inv/.pki/client-secure.properties"}
+    assert kafka_sasl_client_properties(s, USERS, "SECURE")["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert kafka_sasl_client_properties(s, USERS, "PLAIN") == {}
+    assert kafka_tool_client_files(m) == [
+        {"file": "controller-client.properties", "listener": "CONTROLLER"},
+        {"file": "client.properties", "listener": "PLAIN"},
+        {"file": "client-secure.properties", "listener": "SECURE"},
+    ]
 
 
 def test_a_plaintext_controller_listener_is_fine_without_the_authorizer() -> None:
@@ -208,6 +230,12 @@ def test_a_changed_broker_password_is_seen_on_the_node() -> None:
                                              "client_auth": "none"}},
             ["kafka_controller_listener (CONTROLLER) asks for no client certificate"],
             id="authorizer-with-a-controller-listener-without-client-certificates",
+        ),
+        pytest.param(
+            USERS, ACLS, True, {**SASL, "inter_broker_listener_name": "PLAIN"},
+            ["kafka_authorizer is true, but the inter-broker listener (PLAIN) runs PLAINTEXT without a login or a "
+             "client certificate: the brokers replicate there as User:ANONYMOUS"],
+            id="authorizer-with-a-plaintext-inter-broker-listener",
         ),
     ],
 )  # fmt: skip

@@ -750,10 +750,9 @@ def kafka_cluster_model(
     )
     # Where the controller machine's clients of bootstrap_servers find their TLS settings (kafka_tls_ca_dir), when
     # that listener runs TLS; '' otherwise.
+    ca_dir = str(settings.get("tls_ca_dir") or "").rstrip("/")
     client_tls_dir = (
-        str(settings.get("tls_ca_dir") or "").rstrip("/")
-        if inter_broker_protocol in TLS_PROTOCOLS and tls and not zookeeper_mode and not phase
-        else ""
+        ca_dir if inter_broker_protocol in TLS_PROTOCOLS and tls and not zookeeper_mode and not phase else ""
     )
     zookeeper_tls = as_bool(settings.get("zookeeper_tls", False))
     if zookeeper_tls is None:
@@ -774,6 +773,17 @@ def kafka_cluster_model(
         "client_config": f"{client_tls_dir}/client.properties" if client_tls_dir else "",
         # The project CA's certificate those clients trust (beside client_config); '' with client_config.
         "client_ca": f"{client_tls_dir}/ca.pem" if client_tls_dir else "",
+        # The project CA's directory on the controller machine (kafka_tls_ca_dir): the CA, the client settings, and
+        # which SCRAM passwords were set last (roles/kafka_topics).
+        "tls_ca_dir": ca_dir,
+        # Per client listener that runs TLS, by name: the settings file (beside the CA) for a client on the
+        # controller machine of that listener (its CA, and on SASL_SSL the admin's login), written by tasks/tls.yml.
+        # The nodes' admin tools get the same per listener, as <conf_dir>/client-<name>.properties.
+        "listener_client_configs": {
+            str(item.get("name")): f"{ca_dir}/client-{str(item.get('name')).lower()}.properties"
+            for item in listeners
+            if str(item.get("protocol", "PLAINTEXT")) in TLS_PROTOCOLS and tls and not zookeeper_mode and not phase
+        },
         # TLS on any listener (the controller's, a client or the inter-broker one): every node has a key and a
         # certificate from the project CA (tasks/tls.yml).
         "tls": tls and not zookeeper_mode and not phase,

@@ -210,6 +210,16 @@ def kafka_sasl_settings(
             f"(SSL's default: every node's certificate is User:{NODE_PRINCIPAL}, a super user), or set "
             "kafka_authorizer: false."
         )
+    inter_broker = str(model.get("inter_broker_listener_name") or "")
+    inter_broker_mutual_tls = dict(model.get("tls_listeners") or {}).get(inter_broker) == "required"
+    if authorizer and sasl_listeners and not inter_broker_sasl and not inter_broker_mutual_tls:
+        problems.append(
+            f"kafka_authorizer is true, but the inter-broker listener ({inter_broker}) runs "
+            f"{model.get('inter_broker_protocol') or 'PLAINTEXT'} without a login or a client certificate: the brokers "
+            "replicate there as User:ANONYMOUS, which the authorizer refuses, so no partition would stay in sync. Run "
+            "it on SASL_SSL (the brokers log in as kafka_broker_user) or on SSL with client_auth: required, or set "
+            "kafka_authorizer: false."
+        )
     if checked_acls and not authorizer:
         problems.append(
             "kafka_acls declares ACLs, but kafka_authorizer is false: nothing would enforce them. Set "

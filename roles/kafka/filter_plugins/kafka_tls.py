@@ -89,6 +89,20 @@ def kafka_tls_client_properties(model: Mapping[str, Any], tls_dir: str, listener
     return {"security.protocol": "SSL", **_ssl_files(tls_dir)}
 
 
+def kafka_tool_client_files(model: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The admin tools' settings files on a node, each with its listener (tasks/configure.yml writes those that run
+    TLS): the wrappers' two (--bootstrap-controller, --bootstrap-server) and one per TLS client listener."""
+    controller = str((model.get("controller_listener") or {}).get("name", ""))
+    return [
+        {"file": "controller-client.properties", "listener": controller},
+        {"file": "client.properties", "listener": str(model.get("inter_broker_listener_name") or "")},
+        *(
+            {"file": f"client-{name.lower()}.properties", "listener": name}
+            for name in model.get("listener_client_configs") or {}
+        ),
+    ]
+
+
 def _fingerprint(pem: str) -> str:
     return hashlib.sha256(pem.strip().encode()).hexdigest()[:16]
 
@@ -191,4 +205,5 @@ class FilterModule:
             "kafka_tls_server_properties": kafka_tls_server_properties,
             "kafka_tls_client_properties": kafka_tls_client_properties,
             "kafka_tls_problems": kafka_tls_problems,
+            "kafka_tool_client_files": kafka_tool_client_files,
         }

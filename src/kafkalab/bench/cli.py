@@ -11,7 +11,9 @@ Writes .cache/bench/bench.json and PNG plots beside it, and prints a short table
   physical      sequential write throughput of a broker's log dir (dd, fdatasync) and loopback TCP (iperf3
                 on the controller): the limits every Kafka figure is shown as a fraction of
   kafka         Kafka's own producer and consumer perf tools (the installed distribution, on a broker host)
-                and kafka-python (on the controller): 100 B and 1 KiB records, acks=1 and acks=all, RF 3
+                and kafka-python (on the controller): 100 B and 1 KiB records, acks=1 and acks=all, RF 3; over
+                the inter-broker listener, then the same over each other listener the brokers advertise on the
+                cluster network (the lab's SECURE: TLS and SCRAM-SHA-512), in that listener's client settings
   spark         the deployed Spark job's code and settings run on a bench topic (the services are paused
                 meanwhile): processed rows/s draining a backlog, produce-to-Parquet and produce-to-output
                 (low-latency path) latency at a steady rate, the archive's latency again at other trigger
@@ -32,6 +34,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +73,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     if not brokers:
         raise MeasurementError(f"inventory {args.inventory} has no hosts in group kafka_broker")
     doc["machine"] = machine(ansible, sorted({*brokers, *masters}))
-    cluster = discover(ansible, brokers, args.bootstrap)
-    doc["cluster"] = {"bootstrap": cluster.bootstrap, "brokers": brokers, "tool_host": cluster.tool_host}
+    cluster = discover(ansible, brokers, args.bootstrap, args.tls_dir or default_tls_dir(args.inventory))
+    doc["cluster"] = {
+        "bootstrap": cluster.bootstrap,
+        "brokers": brokers,
+        "tool_host": cluster.tool_host,
+        "listeners": {li.name: {"protocol": li.protocol, "bootstrap": li.bootstrap} for li in cluster.listeners},
+    }
     leftovers = delete_bench_topics(cluster.bootstrap)
     if leftovers:
         say(f"removed {len(leftovers)} bench topic(s) left by an interrupted run: {', '.join(leftovers)}")
@@ -80,6 +88,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         doc["physical"] = physical(ansible, cluster)
     if "kafka" in args.only:
         doc["kafka"] = kafka_section(ansible, cluster, doc, run, args.scale)
+        # The same runs over each other listener on the cluster network (the lab's SECURE: TLS and SCRAM), so a
+        # listener's security costs show against the first's on the same brokers, minutes apart.
+        for listener in cluster.listeners[1:]:
+            doc.setdefault("kafka_over", {})[listener.name] = measured(
+                f"kafka over {listener.name} ({listener.protocol})",
+                partial(kafka_section, ansible, cluster, doc, run, args.scale, listener, False),
+            )
     if "spark" in args.only:
         if not masters:
             doc["spark"] = {"error": f"inventory {args.inventory} has no hosts in group spark_master"}
@@ -102,6 +117,12 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     return doc
 
 
+def default_tls_dir(inventory: str) -> str:
+    """roles/kafka's default kafka_tls_ca_dir: .pki in the inventory's folder (where the listeners' settings are)."""
+    path = Path(inventory)
+    return str((path if path.is_dir() else path.parent) / ".pki")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkalab.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--inventory", "-i", default="inventories/lab", help="inventory (default: the lab)")
@@ -121,6 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".cache/bench"), help="where bench.json and the plots go")
     parser.add_argument(
         "--bootstrap", help="bootstrap servers (default: each broker's advertised inter-broker listener)"
+    )
+    parser.add_argument(
+        "--tls-dir",
+        default="",
+        help="where the kafka role wrote the listeners' client settings (kafka_tls_ca_dir; default: .pki beside "
+        "the inventory): the kafka section runs over every listener on the cluster network, not only the first",
     )
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {','.join(SECTIONS)}")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts (e.g. 0.1 for a try)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from kafkalab import kafka_client, report
 from kafkalab.bench.measure import MeasurementError
 from kafkalab.bench.parsing import (
     ProcessCpu,
+    bench_listeners,
     broker_address,
     cpu_model,
     meminfo_total_bytes,
@@ -72,14 +73,29 @@ def machine(ansible: Ansible, hosts: list[str]) -> dict[str, Any]:
 
 
 @dataclass
+class Listener:
+    """A listener the kafka section measures, and the client settings each side of it needs."""
+
+    name: str
+    protocol: str
+    bootstrap: str
+    # kafka-python's settings file on the controller (what the kafka role wrote beside the CA); '' for PLAINTEXT,
+    # and for the inter-broker listener, whose settings the bench's clients already read ($KAFKALAB_CLIENT_CONFIG).
+    controller_config: str = ""
+    # The perf tools' --producer.config / --consumer.config on the tool host; '' lets the wrapper choose.
+    node_config: str = ""
+
+
+@dataclass
 class Cluster:
     bootstrap: str
     brokers: list[str]
     tool_host: str
     log_dir: str
+    listeners: list[Listener] = field(default_factory=list)
 
 
-def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None) -> Cluster:
+def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None, tls_dir: str = "") -> Cluster:
     props = {}
     results = ansible.module(
         ":".join(brokers), "ansible.builtin.command", {"argv": ["cat", SERVER_PROPERTIES]}, timeout=120
@@ -90,11 +106,30 @@ def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None) -> Clu
             raise MeasurementError(f"cannot read {SERVER_PROPERTIES} on {host}: {r.msg if r else 'no result'}")
         props[host] = parse_properties(r.stdout)
     first = brokers[0]
+    bootstrap = bootstrap or ",".join(broker_address(props[b]) for b in brokers)
+    listeners = [Listener(name="bootstrap", protocol="as the client settings say", bootstrap=bootstrap)]
+    if bootstrap == ",".join(broker_address(props[b]) for b in brokers):
+        conf_dir = os.path.dirname(SERVER_PROPERTIES)
+        listeners = [
+            Listener(
+                name=name,
+                protocol=protocol,
+                bootstrap=servers,
+                controller_config=(
+                    os.path.join(tls_dir, f"client-{name.lower()}.properties")
+                    if protocol != "PLAINTEXT" and i > 0
+                    else ""
+                ),
+                node_config=f"{conf_dir}/client-{name.lower()}.properties" if protocol != "PLAINTEXT" and i > 0 else "",
+            )
+            for i, (name, protocol, servers) in enumerate(bench_listeners(props, brokers))
+        ]
     return Cluster(
-        bootstrap=bootstrap or ",".join(broker_address(props[b]) for b in brokers),
+        bootstrap=bootstrap,
         brokers=brokers,
         tool_host=first,
         log_dir=props[first].get("log.dirs", props[first].get("log.dir", "/tmp/kafka-logs")).split(",")[0],
+        listeners=listeners,
     )
 
 

@@ -6,17 +6,19 @@ get the same settings: 100 B and 1 KiB records, acks=1 and acks=all, RF 3, on be
 
 from __future__ import annotations
 
+import os
 import random
 import string
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 from kafka import KafkaProducer
 
 from kafkalab import kafka_client
-from kafkalab.bench.cluster import Cluster, delete_bench_groups, delete_bench_topics, process_cpu
+from kafkalab.bench.cluster import Cluster, Listener, delete_bench_groups, delete_bench_topics, process_cpu
 from kafkalab.bench.measure import MeasurementError, measured
 from kafkalab.bench.parsing import cpu_used, parse_consumer_perf, parse_producer_perf
 from kafkalab.bench.runner import Ansible
@@ -77,26 +79,46 @@ def kafka_python_produce(bootstrap: str, topic: str, records: int, size: int, ac
     }
 
 
-def java_producer_argv(bootstrap: str, topic: str, records: int, size: int, acks: str) -> list[str]:
-    """kafka-producer-perf-test, unthrottled, with the settings the kafka-python run gets too.
+def java_producer_argv(bootstrap: str, topic: str, records: int, size: int, acks: str, config: str = "") -> list[str]:
+    """kafka-producer-perf-test, unthrottled, with the settings the kafka-python run gets too; `config`: the
+    listener's client settings on the tool host (TLS, a SCRAM login), when the wrapper's own are not the ones.
 
-    --producer-props is accepted by 3.9 and 4.x alike (4.x prefers --command-property and warns).
+    --producer-props and --producer.config are accepted by 3.9 and 4.x alike (4.x prefers --command-property and
+    --command-config, and warns).
     """
     return [
         "env", "KAFKA_HEAP_OPTS=-Xmx512m", "kafka-producer-perf-test",
         "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        *(["--producer.config", config] if config else []),
         "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}", f"linger.ms={LINGER_MS}",
         f"batch.size={BATCH_SIZE}", "client.id=kafkalab-bench",
     ]  # fmt: skip
 
 
-def java_consumer_argv(bootstrap: str, topic: str, records: int, group: str) -> list[str]:
-    """kafka-consumer-perf-test; --messages is accepted by 3.9 and 4.x alike (4.x prefers --num-records)."""
+def java_consumer_argv(bootstrap: str, topic: str, records: int, group: str, config: str = "") -> list[str]:
+    """kafka-consumer-perf-test; --messages and --consumer.config are accepted by 3.9 and 4.x alike (4.x prefers
+    --num-records and --command-config)."""
     return [
         "env", "KAFKA_HEAP_OPTS=-Xmx512m", "kafka-consumer-perf-test",
         "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
         "--timeout", "60000", "--group", group,
+        *(["--consumer.config", config] if config else []),
     ]  # fmt: skip
+
+
+@contextmanager
+def client_settings(path: str) -> Iterator[None]:
+    """While inside: the bench's kafka-python clients read `path` (a listener's settings); nothing changes for ''."""
+    before = os.environ.get(kafka_client.ENV)
+    if path:
+        kafka_client.use(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(kafka_client.ENV, None)
+        else:
+            os.environ[kafka_client.ENV] = before
 
 
 def _rest() -> dict[str, Any]:
@@ -124,11 +146,36 @@ def with_broker_cpu(ansible: Ansible, brokers: list[str], fn: Callable[[], dict[
     return figures | {"broker_cpu": used}
 
 
-def bench_topic(run: str, client: str, size: int, acks: str) -> str:
-    return f"{BENCH_PREFIX}{run}-{client}-{size}b-acks{acks}"
+def bench_topic(run: str, listener: str, client: str, size: int, acks: str) -> str:
+    return f"{BENCH_PREFIX}{run}-{listener.lower()}-{client}-{size}b-acks{acks}"
 
 
-def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], run: str, scale: float) -> dict[str, Any]:
+def kafka_section(
+    ansible: Ansible,
+    cluster: Cluster,
+    doc: Mapping[str, Any],
+    run: str,
+    scale: float,
+    listener: Listener | None = None,
+    idle: bool = True,
+) -> dict[str, Any]:
+    """The producers and consumers over one listener (default: the cluster's first, the inter-broker one), in
+    that listener's client settings; `idle`: also read the brokers' CPU at rest (once per bench is enough)."""
+    listener = listener or cluster.listeners[0]
+    with client_settings(listener.controller_config):
+        return _kafka_section(ansible, cluster, doc, run, scale, listener, idle)
+
+
+def _kafka_section(
+    ansible: Ansible,
+    cluster: Cluster,
+    doc: Mapping[str, Any],
+    run: str,
+    scale: float,
+    listener: Listener,
+    idle: bool,
+) -> dict[str, Any]:
+    bootstrap = listener.bootstrap
     counts = {size: max(1000, int(n * scale)) for size, n in RECORD_COUNTS.items()}
     shared = bool((doc.get("machine") or {}).get("hosts_share_controller"))
     copies = copies_per_limit(REPLICATION, len(cluster.brokers), shared)
@@ -149,7 +196,8 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
             "idempotence": "on with acks=all, off with acks=1 (the Java client's default behaviour)",
             "kafka-java": f"kafka-producer-perf-test / kafka-consumer-perf-test on {cluster.tool_host}, -Xmx512m",
             "kafka-python": "kafka-python on the controller",
-            "bootstrap": cluster.bootstrap,
+            "bootstrap": bootstrap,
+            "listener": {"name": listener.name, "protocol": listener.protocol},
         },
         "fraction_note": (
             f"producers: MiB/s x {copies:g} (RF {REPLICATION}: log dirs and network hops, {where}) over the disk "
@@ -158,24 +206,25 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
         "producers": [],
         "consumers": [],
     }
-    result["idle"] = measured(
-        f"brokers at rest for {IDLE_SECONDS} s (their CPU time)",
-        partial(with_broker_cpu, ansible, cluster.brokers, _rest),
-    )
-    # The agents the brokers ran, as their command lines said at the first reading (each run records its own too).
-    result["settings"]["broker_java_agents"] = (result["idle"].get("broker_cpu") or {}).get(
-        "java_agents", {"error": result["idle"].get("error", "not read")}
-    )
+    if idle:
+        result["idle"] = measured(
+            f"brokers at rest for {IDLE_SECONDS} s (their CPU time)",
+            partial(with_broker_cpu, ansible, cluster.brokers, _rest),
+        )
+        # The agents the brokers ran, as their command lines said at the first reading (each run records its own).
+        result["settings"]["broker_java_agents"] = (result["idle"].get("broker_cpu") or {}).get(
+            "java_agents", {"error": result["idle"].get("error", "not read")}
+        )
     topics: list[str] = []
     groups: list[str] = []
 
     def produce(client: str, topic: str, records: int, size: int, acks: str) -> dict[str, Any]:
         topics.append(topic)
-        create_topic(cluster.bootstrap, topic, PARTITIONS, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
+        create_topic(bootstrap, topic, PARTITIONS, REPLICATION, {"min.insync.replicas": str(MIN_INSYNC)})
         if client == "kafka-python":
-            figures = kafka_python_produce(cluster.bootstrap, topic, records, size, acks)
+            figures = kafka_python_produce(bootstrap, topic, records, size, acks)
         else:
-            argv = java_producer_argv(cluster.bootstrap, topic, records, size, acks)
+            argv = java_producer_argv(bootstrap, topic, records, size, acks, listener.node_config)
             figures = parse_producer_perf(ansible.run(cluster.tool_host, argv).stdout)
         return figures | {
             "mib": records * size / MIB,
@@ -185,7 +234,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
 
     def consume(client: str, topic: str, records: int) -> dict[str, Any]:
         if client == "kafka-python":
-            count, size_bytes, seconds = read_rate(cluster.bootstrap, topic)
+            count, size_bytes, seconds = read_rate(bootstrap, topic)
             figures: dict[str, Any] = {
                 "records": count,
                 "records_per_s": count / seconds,
@@ -194,7 +243,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
         else:
             group = f"{topic}-consumer"
             groups.append(group)
-            argv = java_consumer_argv(cluster.bootstrap, topic, records, group)
+            argv = java_consumer_argv(bootstrap, topic, records, group, listener.node_config)
             figures = parse_consumer_perf(ansible.run(cluster.tool_host, argv).stdout)
         return figures | {
             "mib": records * size / MIB,
@@ -205,7 +254,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
         for client in CLIENTS:
             for size, records in counts.items():
                 for acks in ACKS:
-                    topic = bench_topic(run, client, size, acks)
+                    topic = bench_topic(run, listener.name, client, size, acks)
                     result["producers"].append(
                         measured(
                             f"{client} producer: {size} B x {records}, acks={acks}",
@@ -219,7 +268,7 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
                         )
                     )
             for size, records in counts.items():
-                topic = bench_topic(run, client, size, "all")
+                topic = bench_topic(run, listener.name, client, size, "all")
                 result["consumers"].append(
                     measured(
                         f"{client} consumer: {size} B x {records}",
@@ -229,8 +278,8 @@ def kafka_section(ansible: Ansible, cluster: Cluster, doc: Mapping[str, Any], ru
                 )
     finally:
         try:
-            delete_bench_topics(cluster.bootstrap, topics)
-            delete_bench_groups(cluster.bootstrap, groups)
+            delete_bench_topics(bootstrap, topics)
+            delete_bench_groups(bootstrap, groups)
         except Exception as exc:  # reported; the topics carry the bench prefix and the next run removes them
             result["cleanup_error"] = f"{type(exc).__name__}: {exc}"
     return result

@@ -113,6 +113,45 @@ def broker_address(props: Mapping[str, str]) -> str:
     raise MeasurementError(f"no advertised {listener} listener in {props.get('advertised.listeners')!r}")
 
 
+def advertised(props: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Each listener a broker advertises (the controller's aside): name -> (address, security protocol)."""
+    protocols = dict(
+        item.strip().split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",") if ":" in item
+    )
+    controllers = set(props.get("controller.listener.names", "").split(","))
+    found: dict[str, tuple[str, str]] = {}
+    for item in props.get("advertised.listeners", "").split(","):
+        name, _, address = item.strip().partition("://")
+        if address and name not in controllers:
+            found[name] = (address, protocols.get(name, name if name in ("SSL", "SASL_SSL") else "PLAINTEXT"))
+    return found
+
+
+def bench_listeners(props: Mapping[str, Mapping[str, str]], brokers: list[str]) -> list[tuple[str, str, str]]:
+    """(name, protocol, bootstrap servers) of each listener the kafka section measures: the inter-broker one first,
+    then every other the brokers advertise on the same host (so the perf tools on a broker host and the clients on
+    the controller both reach it; a NAT listener's advertised address is for outside clients), each on its own."""
+    first = props[brokers[0]]
+    inter_broker = first.get("inter.broker.listener.name", "PLAINTEXT")
+    names = [inter_broker] + [n for n in advertised(first) if n != inter_broker]
+    chosen = []
+    for name in names:
+        addresses, protocol = [], ""
+        for b in brokers:
+            found = advertised(props[b])
+            if name not in found or inter_broker not in found:
+                break
+            address, protocol = found[name]
+            if address.rsplit(":", 1)[0] != found[inter_broker][0].rsplit(":", 1)[0]:
+                break
+            addresses.append(address)
+        else:
+            chosen.append((name, protocol, ",".join(addresses)))
+    if not chosen or chosen[0][0] != inter_broker:
+        raise MeasurementError(f"no advertised {inter_broker} listener in {first.get('advertised.listeners')!r}")
+    return chosen
+
+
 def parse_systemctl_show(text: str) -> dict[str, str]:
     """`systemctl show -p A -p B` output: KEY=VALUE lines."""
     props: dict[str, str] = {}

@@ -95,6 +95,32 @@ def _plot_kafka(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | None:
     )
 
 
+def _plot_listeners(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | None:
+    """Records/s of each run over each listener the kafka section measured (the lab: PLAINTEXT against TLS+SCRAM)."""
+    sections = [doc.get("kafka") or {}, *(doc.get("kafka_over") or {}).values()]
+    sections = [k for k in sections if k.get("producers") and not k.get("error")]
+    if len(sections) < 2:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for ax, kind in zip(axes, ("producers", "consumers"), strict=True):
+        keys = sorted(
+            {(r["client"], r["record_size"], r.get("acks", "")) for k in sections for r in k[kind] if "error" not in r}
+        )
+        width = 0.8 / len(sections)
+        for i, section in enumerate(sections):
+            listener = (section.get("settings") or {}).get("listener") or {}
+            rates = {(r["client"], r["record_size"], r.get("acks", "")): r["records_per_s"]
+                     for r in section[kind] if "error" not in r}  # fmt: skip
+            ax.bar([j + i * width for j in range(len(keys))], [rates.get(key, 0) for key in keys], width,
+                   label=f"{listener.get('name')} ({listener.get('protocol')})")  # fmt: skip
+        labels = [f"{c}\n{size} B{f' acks={acks}' if acks else ''}" for c, size, acks in keys]
+        ax.set_xticks([j + width * (len(sections) - 1) / 2 for j in range(len(keys))], labels, fontsize=7)
+        ax.set_title(f"{kind}: records/s per listener", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle("Kafka over each listener: the same runs, the same brokers, minutes apart")
+    return fig, "settings as in kafka.png; each listener's clients read the settings the kafka role wrote for it"
+
+
 def _plot_spark(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | None:
     spark = doc.get("spark") or {}
     if not spark or "error" in spark:
@@ -180,6 +206,7 @@ def write_plots(doc: Mapping[str, Any], out_dir: Path) -> list[Path]:
     for name, plot in (
         ("provisioning.png", _plot_provisioning),
         ("kafka.png", _plot_kafka),
+        ("kafka-listeners.png", _plot_listeners),
         ("spark.png", _plot_spark),
         ("spark-latency.png", _plot_spark_latency),
     ):

@@ -73,57 +73,16 @@ def machine_line(doc: Mapping[str, Any]) -> str:
     )
 
 
-def render_table(doc: Mapping[str, Any]) -> str:
-    """The short table `make bench` prints, from the bench document."""
-    out = [
-        f"kafkalab bench {doc.get('started_at', '')}  inventory {doc.get('inventory', '')}  "
-        f"took {fmt_duration(doc.get('duration_s'))}",
-        machine_line(doc),
-    ]
-    prov = doc.get("provisioning") or {}
-    if prov:
-        out += ["", f"provisioning: ansible-playbook playbooks/site.yml, {prov.get('hosts', '?')} hosts"]
-        cold = prov.get("cold") or {}
-        if cold.get("error"):
-            out.append(f"  cold converge        NOT MEASURED: {cold['error']}")
-        elif cold.get("skipped"):
-            out.append(f"  cold converge        not measured: {cold['skipped']}")
-        elif cold:
-            out.append(
-                f"  cold converge        {fmt_duration(cold.get('wall_s')):>12}   "
-                f"({cold.get('changed_total')} changed; lab hosts recreated in {fmt_duration(cold.get('lab_up_s'))})"
-            )
-        noop = prov.get("noop") or {}
-        if noop.get("error"):
-            out.append(f"  no-op re-run         NOT MEASURED: {noop['error']}")
-        elif noop:
-            out.append(
-                f"  no-op re-run         {fmt_duration(noop.get('wall_s')):>12}   "
-                f"changed tasks: {noop.get('changed_total')}"
-            )
-        slow = (cold.get("slowest_tasks") if cold.get("wall_s") else None) or noop.get("slowest_tasks") or []
-        if slow:
-            which = "cold converge" if cold.get("wall_s") else "no-op re-run"
-            out.append(f"  ten slowest tasks ({which}):")
-            out += [f"    {t['seconds']:7.1f} s  {t['task']}  [{t['play']}]" for t in slow]
-    phys = doc.get("physical") or {}
-    if phys:
-        disk, net = phys.get("disk") or {}, phys.get("loopback") or {}
-        out += ["", "physical limits"]
-        out.append(
-            f"  disk sequential write  {num(disk.get('mib_per_s'), 1):>9} MiB/s   "
-            + (disk.get("error") or f"dd {DD_MIB} MiB, fdatasync, {disk.get('host')}:{disk.get('log_dir')}")
-        )
-        out.append(
-            f"  loopback TCP           {num(net.get('mib_per_s'), 1):>9} MiB/s   "
-            + (net.get("error") or f"iperf3, 1 stream, {IPERF_SECONDS} s, on the controller")
-        )
-    kafka = doc.get("kafka") or {}
+def _kafka_table(kafka: Mapping[str, Any]) -> list[str]:
+    """One listener's producers and consumers (the kafka section, or one of kafka_over)."""
+    out: list[str] = []
     if kafka:
         s = kafka.get("settings") or {}
+        listener = s.get("listener") or {}
+        over = f" over {listener.get('name')} ({listener.get('protocol')})" if listener else ""
         out += [
             "",
-            f"Kafka producers: RF {s.get('replication_factor')}, {s.get('partitions')} partitions, "
+            f"Kafka producers{over}: RF {s.get('replication_factor')}, {s.get('partitions')} partitions, "
             f"min.insync.replicas {s.get('min_insync_replicas')}, linger.ms {s.get('linger_ms')}, "
             f"batch.size {s.get('batch_size')}, unthrottled",
             f"  {'client':<13} {'size':>5} {'acks':>4} {'records':>8} {'rec/s':>8} {'MiB/s':>7} "
@@ -172,6 +131,86 @@ def render_table(doc: Mapping[str, Any]) -> str:
                     f"({num(used.get('cpu_s_total'), 2)} CPU s in all)"
                 )
             )
+    return out
+
+
+def _listener_ratios(first: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """rec/s over another listener as a share of the first's, run by run (same client, size and acks)."""
+
+    def rates(section: Mapping[str, Any], kind: str) -> dict[tuple[Any, ...], float]:
+        return {
+            (r["client"], r["record_size"], r.get("acks", "")): r["records_per_s"]
+            for r in section.get(kind) or []
+            if not r.get("error") and r.get("records_per_s")
+        }
+
+    name = ((other.get("settings") or {}).get("listener") or {}).get("name", "?")
+    base = ((first.get("settings") or {}).get("listener") or {}).get("name", "the first listener")
+    out = [f"  {name} against {base}, rec/s (same client, size, acks):"]
+    for kind in ("producers", "consumers"):
+        mine, theirs = rates(other, kind), rates(first, kind)
+        parts = [
+            f"{client} {size} B{f' acks={acks}' if acks else ''} {_pct(mine[key] / theirs[key])}"
+            for key in mine
+            if key in theirs
+            for client, size, acks in [key]
+        ]
+        if parts:
+            out.append(f"    {kind}: " + ", ".join(parts))
+    return out
+
+
+def render_table(doc: Mapping[str, Any]) -> str:
+    """The short table `make bench` prints, from the bench document."""
+    out = [
+        f"kafkalab bench {doc.get('started_at', '')}  inventory {doc.get('inventory', '')}  "
+        f"took {fmt_duration(doc.get('duration_s'))}",
+        machine_line(doc),
+    ]
+    prov = doc.get("provisioning") or {}
+    if prov:
+        out += ["", f"provisioning: ansible-playbook playbooks/site.yml, {prov.get('hosts', '?')} hosts"]
+        cold = prov.get("cold") or {}
+        if cold.get("error"):
+            out.append(f"  cold converge        NOT MEASURED: {cold['error']}")
+        elif cold.get("skipped"):
+            out.append(f"  cold converge        not measured: {cold['skipped']}")
+        elif cold:
+            out.append(
+                f"  cold converge        {fmt_duration(cold.get('wall_s')):>12}   "
+                f"({cold.get('changed_total')} changed; lab hosts recreated in {fmt_duration(cold.get('lab_up_s'))})"
+            )
+        noop = prov.get("noop") or {}
+        if noop.get("error"):
+            out.append(f"  no-op re-run         NOT MEASURED: {noop['error']}")
+        elif noop:
+            out.append(
+                f"  no-op re-run         {fmt_duration(noop.get('wall_s')):>12}   "
+                f"changed tasks: {noop.get('changed_total')}"
+            )
+        slow = (cold.get("slowest_tasks") if cold.get("wall_s") else None) or noop.get("slowest_tasks") or []
+        if slow:
+            which = "cold converge" if cold.get("wall_s") else "no-op re-run"
+            out.append(f"  ten slowest tasks ({which}):")
+            out += [f"    {t['seconds']:7.1f} s  {t['task']}  [{t['play']}]" for t in slow]
+    phys = doc.get("physical") or {}
+    if phys:
+        disk, net = phys.get("disk") or {}, phys.get("loopback") or {}
+        out += ["", "physical limits"]
+        out.append(
+            f"  disk sequential write  {num(disk.get('mib_per_s'), 1):>9} MiB/s   "
+            + (disk.get("error") or f"dd {DD_MIB} MiB, fdatasync, {disk.get('host')}:{disk.get('log_dir')}")
+        )
+        out.append(
+            f"  loopback TCP           {num(net.get('mib_per_s'), 1):>9} MiB/s   "
+            + (net.get("error") or f"iperf3, 1 stream, {IPERF_SECONDS} s, on the controller")
+        )
+    out += _kafka_table(doc.get("kafka") or {})
+    for other in (doc.get("kafka_over") or {}).values():
+        if other.get("error"):
+            out += ["", f"Kafka over another listener: NOT MEASURED: {other['error']}"]
+            continue
+        out += _kafka_table(other) + _listener_ratios(doc.get("kafka") or {}, other)
     spark = doc.get("spark") or {}
     if spark:
         out += ["", "Spark job (the deployed job's code and settings on a bench topic)"]
