@@ -10,6 +10,7 @@ from ansible_collections.kafkalab.common.plugins.filter.scram import kafka_scram
 from kafka_access_plan import describe, password_mark, plan_acls, plan_users
 from kafka_cluster import kafka_cluster_model
 from kafka_sasl import (
+    kafka_admin_endpoint,
     kafka_broker_password_changes,
     kafka_sasl_client_properties,
     kafka_sasl_secrets,
@@ -116,6 +117,28 @@ def test_a_sasl_client_listener_beside_a_plaintext_inter_broker_one() -> None:
         {"file": "client.properties", "listener": "PLAIN"},
         {"file": "client-secure.properties", "listener": "SECURE"},
     ]
+
+
+def test_the_admin_logs_in_from_the_controller_on_the_inter_broker_listener_else_on_one_not_behind_nat() -> None:
+    endpoint = kafka_admin_endpoint(security(), model())
+    assert endpoint["listener"] == "INTERNAL" and endpoint["config"] == "/inv/.pki/client-internal.properties"
+    assert endpoint["bootstrap"].split(",")[0].endswith(":9092")
+    lab = {**SASL, "inter_broker_listener_name": "PLAIN",
+           "listeners": [{"name": "PLAIN", "port": 9092, "protocol": "PLAINTEXT"},
+                         {"name": "OUTSIDE", "port": 9094, "protocol": "SASL_SSL", "external": True},
+                         {"name": "SECURE", "port": 9095, "protocol": "SASL_SSL"}]}  # fmt: skip
+    hosts = {h: {**v, "kafka_listener_overrides": {"OUTSIDE": {"advertised_host": f"{h}.example.net"}}}
+             for h, v in HOSTS.items()}  # fmt: skip
+    m = kafka_cluster_model(hosts, CONTROLLERS, BROKERS, lab)
+    assert m["problems"] == []
+    s = kafka_sasl_settings(m, USERS[:1], "admin", "broker", False, [])
+    endpoint = kafka_admin_endpoint(s, m)
+    assert endpoint["listener"] == "SECURE" and endpoint["config"] == "/inv/.pki/client-secure.properties"
+    assert all(server.endswith(":9095") for server in endpoint["bootstrap"].split(","))
+    assert len(endpoint["bootstrap"].split(",")) == len(BROKERS)
+    only_outside = {**lab, "listeners": lab["listeners"][:2]}
+    m = kafka_cluster_model(hosts, CONTROLLERS, BROKERS, only_outside)
+    assert kafka_admin_endpoint(kafka_sasl_settings(m, USERS[:1], "admin", "broker", False, []), m) == {}
 
 
 def test_a_plaintext_controller_listener_is_fine_without_the_authorizer() -> None:

@@ -232,3 +232,16 @@ def test_the_ca_and_secrets_live_beside_the_first_inventory_source(tmp_path: Pat
     assert inventory_folder([str(folder)]) == str(folder)
     assert inventory_folder([f"{folder}/"]) == str(folder)
     assert inventory_folder([str(folder / "hosts.yml"), "/elsewhere/other.yml"]) == str(folder)
+
+
+def test_the_zookeeper_ensembles_ca_is_checked_by_the_same_rule() -> None:
+    """roles/zookeeper's preflight: kafkalab.common.pki_trust_problems over each TLS server's ca.pem."""
+    from ansible_collections.kafkalab.common.plugins.filter.tls import pki_trust_problems
+
+    assert pki_trust_problems({"zk1": CA, "zk2": ""}, CA, "/inv/.pki", "zookeeper_tls_ca_dir") == []
+    lost = pki_trust_problems({"zk1": CA, "zk2": CA}, "", "/inv/.pki", "zookeeper_tls_ca_dir")
+    assert [p.split(":")[0] for p in lost] == ["zk1", "zk2"]
+    assert "zookeeper_tls_ca_dir /inv/.pki holds no CA: the project CA was lost or moved." in lost[0]
+    assert "Restore ca.pem and ca.key into zookeeper_tls_ca_dir" in lost[0]
+    other = pki_trust_problems({"zk3": OTHER_CA}, CA, "/inv/.pki", "zookeeper_tls_ca_dir")
+    assert "another CA (sha256 " in other[0] and "is in zookeeper_tls_ca_dir /inv/.pki" in other[0]

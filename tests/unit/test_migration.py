@@ -116,13 +116,15 @@ def test_with_a_tls_ensemble_every_node_that_has_zookeeper_connect_gets_the_tls_
     m = model(phase, zookeeper_tls=True)
     assert m["problems"] == [] and m["zookeeper_tls"] is True
     for host in m["nodes"]:
-        tls = kafka_zookeeper_client_properties(m, host, "/etc/kafka/tls")
-        has_connect = "zookeeper.connect" in kafka_server_properties(m, host, SETTINGS)
-        assert bool(tls) == has_connect == (host in zookeeper_tls_nodes), host
+        tls = kafka_zookeeper_client_properties(m, kafka_server_properties(m, host, SETTINGS), "/etc/kafka/tls")
+        assert bool(tls) == (host in zookeeper_tls_nodes), host
         if tls:
             assert tls["zookeeper.ssl.keystore.location"] == "/etc/kafka/tls/zookeeper-client.pem"
     plain = model(phase)
-    assert not any(kafka_zookeeper_client_properties(plain, h, "/etc/kafka/tls") for h in plain["nodes"])
+    assert not any(
+        kafka_zookeeper_client_properties(plain, kafka_server_properties(plain, h, SETTINGS), "/etc/kafka/tls")
+        for h in plain["nodes"]
+    )
 
 
 def test_a_kraft_cluster_has_no_zookeeper_tls_to_give() -> None:

@@ -283,6 +283,28 @@ def kafka_sasl_client_properties(security: Mapping[str, Any], users: Any, listen
     return scram_login(users, security["admin_user"])
 
 
+def kafka_admin_endpoint(security: Mapping[str, Any], model: Mapping[str, Any]) -> dict[str, str]:
+    """Where the controller machine logs in as the admin (tasks/admin_password.yml): the inter-broker listener when
+    it runs SASL_SSL, else the first SASL_SSL listener that is not behind NAT; its name, bootstrap servers and the
+    client settings file the kafka role writes for it (listener_client_configs). {} when there is none."""
+    sasl = list(security.get("sasl_listeners") or [])
+    configs = dict(model.get("listener_client_configs") or {})
+    inter_broker = str(model.get("inter_broker_listener_name") or "")
+    for name in [inter_broker, *sorted(sasl)] if inter_broker in sasl else sorted(sasl):
+        servers = []
+        for _, node in sorted((model.get("nodes") or {}).items()):
+            item = next((li for li in node.get("listeners") or [] if li.get("name") == name), None)
+            if "broker" not in (node.get("roles") or []):
+                continue
+            if item is None or item.get("external"):
+                break
+            servers.append(f"{item['advertised_host']}:{item['advertised_port']}")
+        else:
+            if servers and name in configs:
+                return {"listener": name, "bootstrap": ",".join(servers), "config": configs[name]}
+    return {}
+
+
 def kafka_sasl_secrets(security: Mapping[str, Any], users: Any) -> dict[str, str]:
     """The node's secrets file (what `${file:...}` reads): the broker user's password ({} without SASL)."""
     if not security.get("sasl"):
@@ -319,6 +341,7 @@ class FilterModule:
             "kafka_sasl_server_properties": kafka_sasl_server_properties,
             "kafka_sasl_client_properties": kafka_sasl_client_properties,
             "kafka_sasl_secrets": kafka_sasl_secrets,
+            "kafka_admin_endpoint": kafka_admin_endpoint,
             "kafka_broker_password_changes": kafka_broker_password_changes,
             "kafka_scram_format_args": kafka_scram_format_args,
         }

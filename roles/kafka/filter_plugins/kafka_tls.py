@@ -13,11 +13,11 @@ Pure functions over plain data, so tests/unit exercises them without Ansible or 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from datetime import UTC
 from typing import Any
 
+from ansible_collections.kafkalab.common.plugins.module_utils.pki import trust_problem
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 
 
@@ -48,23 +48,18 @@ def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str) -> dict[
     return props
 
 
-def kafka_zookeeper_client_properties(model: Mapping[str, Any], host: str, tls_dir: str) -> dict[str, str]:
+def kafka_zookeeper_client_properties(
+    model: Mapping[str, Any], server_properties: Mapping[str, str], tls_dir: str
+) -> dict[str, str]:
     """A node's TLS settings for ZooKeeper (zookeeper.ssl.*), when the ensemble runs TLS (model zookeeper_tls) and
-    the node's server.properties has zookeeper.connect (kafka_outputs.py: a broker in ZooKeeper mode or migrating,
-    a controller migrating); else {}.
+    the node talks to ZooKeeper: its server.properties (kafka_outputs.kafka_server_properties, which alone decides
+    that) has zookeeper.connect. Else {}.
 
     The same keys are what zookeeper-shell's -zk-tls-config-file reads. The key store is the node's own key with
     the certificate every Kafka node's subject shares (tasks/zookeeper_tls.yml); the trust store the project CA.
     The client checks that the server's certificate names the address it dialled (ZooKeeper's client default).
     """
-    node = (model.get("nodes") or {}).get(host)
-    if not model.get("zookeeper_tls") or not node:
-        return {}
-    stage = str(node.get("stage") or ("zookeeper" if model.get("mode") == "zookeeper" else "kraft"))
-    roles = node.get("roles") or []
-    if not (
-        ("broker" in roles and stage in ("zookeeper", "migration")) or ("controller" in roles and stage == "migration")
-    ):
+    if not model.get("zookeeper_tls") or "zookeeper.connect" not in server_properties:
         return {}
     return {
         "zookeeper.ssl.client.enable": "true",
@@ -101,10 +96,6 @@ def kafka_tool_client_files(model: Mapping[str, Any]) -> list[dict[str, str]]:
             for name in model.get("listener_client_configs") or {}
         ),
     ]
-
-
-def _fingerprint(pem: str) -> str:
-    return hashlib.sha256(pem.strip().encode()).hexdigest()[:16]
 
 
 def kafka_tls_problems(
@@ -157,18 +148,9 @@ def kafka_tls_problems(
                         f"could not talk). Set the protocol back to {now}{other_way}; or rebuild the lab cluster with "
                         f"{wanted} from the start."
                     )
-        trusted = str(disk.get("ca") or "")
-        if model.get("tls") and trusted.strip() and trusted.strip() != project_ca.strip():
-            where = (
-                f"another CA (sha256 {_fingerprint(project_ca)}...) is in kafka_tls_ca_dir {ca_dir}"
-                if project_ca.strip()
-                else f"kafka_tls_ca_dir {ca_dir} holds no CA"
-            )
-            problems.append(
-                f"{host}: trusts the CA whose certificate hashes to sha256 {_fingerprint(trusted)}..., but {where}: "
-                "the project CA was lost or moved. A new CA would make the nodes distrust each other in the middle "
-                "of a roll. Restore ca.pem and ca.key into kafka_tls_ca_dir (or point kafka_tls_ca_dir at them)."
-            )
+        problem = trust_problem(host, str(disk.get("ca") or ""), project_ca, ca_dir, "kafka_tls_ca_dir")
+        if problem:
+            problems.append(problem)
     return problems
 
 

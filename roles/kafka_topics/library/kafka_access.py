@@ -210,9 +210,9 @@ def main() -> None:
     except Exception as exc:
         module.fail_json(
             msg=f"could not reach {params['bootstrap_servers']} and log in as {security.get('sasl_plain_username')} "
-            f"({type(exc).__name__}: {exc}). A refused login looks like this too: if kafka_admin_user's password was "
-            "changed in the inventory, put the one the cluster holds back (changing the admin's password is not "
-            "supported yet). Nothing was changed."
+            f"({type(exc).__name__}: {exc}). A refused login looks like this too: a new kafka_admin_user password "
+            "reaches the cluster through the kafka role (playbooks/kafka.yml or site.yml, before this play), not "
+            "through this one alone. Nothing was changed."
         )
     try:
         state = _read_state(params["state_file"])
