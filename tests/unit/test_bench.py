@@ -747,3 +747,20 @@ def test_table_shows_each_listener_and_its_rates_against_the_first() -> None:
     assert "consumers: kafka-java 100 B 100.0%" in table
     doc["kafka_over"] = {"SECURE": {"error": "MeasurementError: no settings"}}
     assert "Kafka over another listener: NOT MEASURED: MeasurementError: no settings" in report.render_table(doc)
+
+
+def test_the_reachability_probe_names_what_it_cannot_open(tmp_path: Any) -> None:
+    """The probe runs as given on the tool host; here against a port that listens and one that does not."""
+    import socket
+    import subprocess
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        open_port = server.getsockname()[1]
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            closed_port = closed.getsockname()[1]
+        argv = kafka_perf.reachability_argv(f"127.0.0.1:{open_port},127.0.0.1:{closed_port}")
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+    assert out == [f"127.0.0.1:{closed_port}"]

@@ -146,6 +146,23 @@ def with_broker_cpu(ansible: Ansible, brokers: list[str], fn: Callable[[], dict[
     return figures | {"broker_cpu": used}
 
 
+def reachability_argv(bootstrap: str) -> list[str]:
+    """A command that prints each host:port of `bootstrap` it cannot open a TCP connection to within 3 s."""
+    script = 'for a in "$@"; do timeout 3 bash -c "exec 3<>/dev/tcp/${a%:*}/${a##*:}" 2>/dev/null || echo "$a"; done'
+    return ["bash", "-c", script, "bash", *bootstrap.split(",")]
+
+
+def unreachable_from(ansible: Ansible, host: str, bootstrap: str) -> str:
+    """'' when `host` reaches every bootstrap server, else why the perf tools there cannot be measured."""
+    missed = ansible.run(host, reachability_argv(bootstrap)).stdout.split()
+    if not missed:
+        return ""
+    return (
+        f"{host} (where the perf tools run) cannot reach {', '.join(missed)}: the firewall lets only the "
+        "listener's client networks in. Add the broker hosts to that listener's client_networks to measure it here."
+    )
+
+
 def bench_topic(run: str, listener: str, client: str, size: int, acks: str) -> str:
     return f"{BENCH_PREFIX}{run}-{listener.lower()}-{client}-{size}b-acks{acks}"
 
@@ -215,6 +232,12 @@ def _kafka_section(
         result["settings"]["broker_java_agents"] = (result["idle"].get("broker_cpu") or {}).get(
             "java_agents", {"error": result["idle"].get("error", "not read")}
         )
+    else:
+        first = (doc.get("kafka") or {}).get("settings") or {}
+        result["settings"]["broker_java_agents"] = first.get("broker_java_agents", {"error": "not read"})
+    # The perf tools run on a broker host: a listener whose firewall rules do not let that host in would only time
+    # out, run after run. Said once, up front, with the fix.
+    unreachable = unreachable_from(ansible, cluster.tool_host, bootstrap)
     topics: list[str] = []
     groups: list[str] = []
 
@@ -224,6 +247,8 @@ def _kafka_section(
         if client == "kafka-python":
             figures = kafka_python_produce(bootstrap, topic, records, size, acks)
         else:
+            if unreachable:
+                raise MeasurementError(unreachable)
             argv = java_producer_argv(bootstrap, topic, records, size, acks, listener.node_config)
             figures = parse_producer_perf(ansible.run(cluster.tool_host, argv).stdout)
         return figures | {
@@ -241,6 +266,8 @@ def _kafka_section(
                 "mib_per_s": size_bytes / seconds / MIB,
             }
         else:
+            if unreachable:
+                raise MeasurementError(unreachable)
             group = f"{topic}-consumer"
             groups.append(group)
             argv = java_consumer_argv(bootstrap, topic, records, group, listener.node_config)
