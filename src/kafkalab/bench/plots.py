@@ -101,7 +101,7 @@ def _plot_listeners(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | None:
     sections = [k for k in sections if k.get("producers") and not k.get("error")]
     if len(sections) < 2:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 6))
     for ax, kind in zip(axes, ("producers", "consumers"), strict=True):
         keys = sorted(
             {(r["client"], r["record_size"], r.get("acks", "")) for k in sections for r in k[kind] if "error" not in r}
@@ -113,8 +113,10 @@ def _plot_listeners(plt: Any, doc: Mapping[str, Any]) -> tuple[Any, str] | None:
                      for r in section[kind] if "error" not in r}  # fmt: skip
             ax.bar([j + i * width for j in range(len(keys))], [rates.get(key, 0) for key in keys], width,
                    label=f"{listener.get('name')} ({listener.get('protocol')})")  # fmt: skip
-        labels = [f"{c}\n{size} B{f' acks={acks}' if acks else ''}" for c, size, acks in keys]
-        ax.set_xticks([j + width * (len(sections) - 1) / 2 for j in range(len(keys))], labels, fontsize=7)
+        labels = [f"{c} {size} B{f' acks={acks}' if acks else ''}" for c, size, acks in keys]
+        ax.set_xticks(
+            [j + width * (len(sections) - 1) / 2 for j in range(len(keys))], labels, fontsize=7, rotation=30, ha="right"
+        )
         ax.set_title(f"{kind}: records/s per listener", fontsize=10)
         ax.legend(fontsize=8)
     fig.suptitle("Kafka over each listener: the same runs, the same brokers, minutes apart")
