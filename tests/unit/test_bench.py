@@ -764,3 +764,30 @@ def test_the_reachability_probe_names_what_it_cannot_open(tmp_path: Any) -> None
         argv = kafka_perf.reachability_argv(f"127.0.0.1:{open_port},127.0.0.1:{closed_port}")
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
     assert out == [f"127.0.0.1:{closed_port}"]
+
+
+class _ReadsProperties:
+    """What discover() asks of Ansible: each broker's server.properties (LAB_PROPS, as text)."""
+
+    def module(self, pattern: str, module: str, args: Any, timeout: float = 0) -> dict[str, runner.HostResult]:
+        text = {h: "\n".join(f"{k}={v}" for k, v in p.items()) + "\nlog.dirs=/var/lib/kafka/data\n"
+                for h, p in LAB_PROPS.items()}  # fmt: skip
+        return {
+            h: runner.HostResult(host=h, ok=True, rc=0, stdout=text[h], stderr="", msg="") for h in pattern.split(":")
+        }
+
+
+def test_discover_gives_each_listener_after_the_first_the_settings_the_kafka_role_wrote_for_it() -> None:
+    from kafkalab.bench.cluster import discover
+
+    cluster = discover(_ReadsProperties(), ["kafka1", "kafka2", "kafka3"], None, "/inv/.pki")  # type: ignore[arg-type]
+    assert cluster.bootstrap == "10.231.0.11:9092,10.231.0.12:9092,10.231.0.13:9092"
+    first, secure = cluster.listeners
+    assert (first.name, first.controller_config, first.node_config) == ("INTERNAL", "", "")
+    assert (secure.name, secure.protocol) == ("SECURE", "SASL_SSL")
+    assert secure.controller_config == "/inv/.pki/client-secure.properties"
+    assert secure.node_config == "/etc/kafka/client-secure.properties"
+    # Bootstrap servers of the caller's own: one run over them, in the caller's settings.
+    own = discover(_ReadsProperties(), ["kafka1", "kafka2", "kafka3"], "lb:9092", "/inv/.pki")  # type: ignore[arg-type]
+    assert [(li.name, li.bootstrap) for li in own.listeners] == [("bootstrap", "lb:9092")]
+    assert own.bootstrap == "lb:9092"

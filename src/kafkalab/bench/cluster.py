@@ -19,7 +19,6 @@ from kafkalab.bench.measure import MeasurementError
 from kafkalab.bench.parsing import (
     ProcessCpu,
     bench_listeners,
-    broker_address,
     cpu_model,
     meminfo_total_bytes,
     parse_loadavg,
@@ -106,24 +105,26 @@ def discover(ansible: Ansible, brokers: list[str], bootstrap: str | None, tls_di
             raise MeasurementError(f"cannot read {SERVER_PROPERTIES} on {host}: {r.msg if r else 'no result'}")
         props[host] = parse_properties(r.stdout)
     first = brokers[0]
-    bootstrap = bootstrap or ",".join(broker_address(props[b]) for b in brokers)
-    listeners = [Listener(name="bootstrap", protocol="as the client settings say", bootstrap=bootstrap)]
-    if bootstrap == ",".join(broker_address(props[b]) for b in brokers):
+    measured_listeners = bench_listeners(props, brokers)
+    if bootstrap and bootstrap != measured_listeners[0][2]:
+        # Bootstrap servers of the caller's choosing: one run over them, in the client settings the caller gives.
+        listeners = [Listener(name="bootstrap", protocol="as the client settings say", bootstrap=bootstrap)]
+    else:
+        # The inter-broker listener in the bench's own client settings, then each other one in the settings the
+        # kafka role wrote for it (TLS listeners only; a PLAINTEXT one needs none).
         conf_dir = os.path.dirname(SERVER_PROPERTIES)
+        own = [i > 0 and protocol != "PLAINTEXT" for i, (_, protocol, _) in enumerate(measured_listeners)]
         listeners = [
             Listener(
                 name=name,
                 protocol=protocol,
                 bootstrap=servers,
-                controller_config=(
-                    os.path.join(tls_dir, f"client-{name.lower()}.properties")
-                    if protocol != "PLAINTEXT" and i > 0
-                    else ""
-                ),
-                node_config=f"{conf_dir}/client-{name.lower()}.properties" if protocol != "PLAINTEXT" and i > 0 else "",
+                controller_config=os.path.join(tls_dir, f"client-{name.lower()}.properties") if settings else "",
+                node_config=f"{conf_dir}/client-{name.lower()}.properties" if settings else "",
             )
-            for i, (name, protocol, servers) in enumerate(bench_listeners(props, brokers))
+            for settings, (name, protocol, servers) in zip(own, measured_listeners, strict=True)
         ]
+    bootstrap = listeners[0].bootstrap
     return Cluster(
         bootstrap=bootstrap,
         brokers=brokers,

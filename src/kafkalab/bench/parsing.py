@@ -103,16 +103,6 @@ def parse_iperf3(report: Mapping[str, Any]) -> dict[str, float]:
     return {"bytes": size, "seconds": seconds, "mib_per_s": size / seconds / MIB}
 
 
-def broker_address(props: Mapping[str, str]) -> str:
-    """The address a broker advertises on its inter-broker listener (the one the verification suite uses)."""
-    listener = props.get("inter.broker.listener.name", "PLAINTEXT")
-    for item in props.get("advertised.listeners", "").split(","):
-        name, _, address = item.strip().partition("://")
-        if name == listener and address:
-            return address
-    raise MeasurementError(f"no advertised {listener} listener in {props.get('advertised.listeners')!r}")
-
-
 def advertised(props: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Each listener a broker advertises (the controller's aside): name -> (address, security protocol)."""
     protocols = dict(
@@ -127,28 +117,27 @@ def advertised(props: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     return found
 
 
+def broker_address(props: Mapping[str, str]) -> str:
+    """The address a broker advertises on its inter-broker listener (the one the verification suite uses)."""
+    listener = props.get("inter.broker.listener.name", "PLAINTEXT")
+    found = advertised(props).get(listener)
+    if not found:
+        raise MeasurementError(f"no advertised {listener} listener in {props.get('advertised.listeners')!r}")
+    return found[0]
+
+
 def bench_listeners(props: Mapping[str, Mapping[str, str]], brokers: list[str]) -> list[tuple[str, str, str]]:
     """(name, protocol, bootstrap servers) of each listener the kafka section measures: the inter-broker one first,
     then every other the brokers advertise on the same host (so the perf tools on a broker host and the clients on
     the controller both reach it; a NAT listener's advertised address is for outside clients), each on its own."""
     first = props[brokers[0]]
     inter_broker = first.get("inter.broker.listener.name", "PLAINTEXT")
-    names = [inter_broker] + [n for n in advertised(first) if n != inter_broker]
+    home = {b: broker_address(props[b]).rsplit(":", 1)[0] for b in brokers}  # raises without the listener
     chosen = []
-    for name in names:
-        addresses, protocol = [], ""
-        for b in brokers:
-            found = advertised(props[b])
-            if name not in found or inter_broker not in found:
-                break
-            address, protocol = found[name]
-            if address.rsplit(":", 1)[0] != found[inter_broker][0].rsplit(":", 1)[0]:
-                break
-            addresses.append(address)
-        else:
-            chosen.append((name, protocol, ",".join(addresses)))
-    if not chosen or chosen[0][0] != inter_broker:
-        raise MeasurementError(f"no advertised {inter_broker} listener in {first.get('advertised.listeners')!r}")
+    for name in [inter_broker] + [n for n in advertised(first) if n != inter_broker]:
+        found = {b: advertised(props[b]).get(name) or ("", "") for b in brokers}
+        if all(address.rsplit(":", 1)[0] == home[b] for b, (address, _) in found.items()):
+            chosen.append((name, found[brokers[0]][1], ",".join(address for address, _ in found.values())))
     return chosen
 
 
