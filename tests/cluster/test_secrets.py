@@ -85,9 +85,9 @@ def secrets() -> dict[str, set[str]]:
     found = {f"{m}:{where}": values for m in MACHINES for where, values in _host_secrets(node(m)).items()}
     found.update(_scram_passwords())
     found.update(_controller_secrets())
-    ca_key = Path(ca_dir()) / "ca.key"
-    if ca_key.exists():
-        ca_cert = ca_key.with_name("ca.pem")
+    # The project CA's key, and those of a CA rotation (ca-next, ca-previous, and the retired ones kept for the record).
+    for ca_key in sorted([*Path(ca_dir()).glob("ca*.key"), *Path(ca_dir()).glob("retired/*.key")]):
+        ca_cert = ca_key.with_suffix(".pem")
         found[f"controller:{ca_key}"] = _key_lines(ca_key.read_text(), ca_cert.read_text() if ca_cert.exists() else "")
     found = {k: v for k, v in found.items() if v}
     # An empty list would make the tests below pass for nothing: a cluster without TLS, SCRAM users or Spark has no

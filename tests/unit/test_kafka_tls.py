@@ -152,7 +152,7 @@ def test_tls_client_and_inter_broker_listeners_get_their_own_prefixed_settings()
     assert kafka_tls_client_properties(m, TLS_DIR, "INTERNAL")["security.protocol"] == "SSL"
     assert kafka_tls_client_properties(m, TLS_DIR, "PLAIN") == {}
     assert m["client_config"] == "/inv/.pki/client.properties"
-    assert m["client_ca"] == "/inv/.pki/ca.pem"
+    assert m["client_ca"] == "/inv/.pki/trust.pem"
 
 
 def test_a_plaintext_bootstrap_listener_needs_no_client_settings_even_with_tls_elsewhere() -> None:

@@ -771,8 +771,9 @@ def kafka_cluster_model(
         # The settings file (Kafka client properties) the controller machine's clients of bootstrap_servers read:
         # the project CA to trust, written by tasks/tls.yml; '' when that listener is PLAINTEXT (nothing to read).
         "client_config": f"{client_tls_dir}/client.properties" if client_tls_dir else "",
-        # The project CA's certificate those clients trust (beside client_config); '' with client_config.
-        "client_ca": f"{client_tls_dir}/ca.pem" if client_tls_dir else "",
+        # What those clients trust (beside client_config): trust.pem, the project CA, or both CAs in the middle of a
+        # CA rotation (roles/pki); '' with client_config. The lag exporter and the Spark job get a copy.
+        "client_ca": f"{client_tls_dir}/trust.pem" if client_tls_dir else "",
         # The project CA's directory on the controller machine (kafka_tls_ca_dir): the CA, the client settings, and
         # which SCRAM passwords were set last (roles/kafka_topics).
         "tls_ca_dir": ca_dir,

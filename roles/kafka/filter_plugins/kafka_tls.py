@@ -107,7 +107,8 @@ def kafka_tls_problems(
     """What a run must refuse before it changes anything, each naming the host, the value and the fix.
 
     disks: host -> {"config": the node's server.properties now ('' if none), "ca": the CA certificate the
-    node trusts now ('' if none)}. project_ca: the project CA's certificate on the controller ('' if none).
+    node trusts now ('' if none)}. project_ca: what the project trusts (lookup kafkalab.common.pki_trust: the CA,
+    or both of a rotation; '' if none).
     """
     problems = []
     listener = model.get("controller_listener") or {}
