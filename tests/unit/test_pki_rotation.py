@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-NOW = datetime.datetime.now(datetime.timezone.utc)
+NOW = datetime.datetime.now(datetime.UTC)
+DAYS = datetime.timedelta(days=9)
 
 
 def _name(cn: str) -> x509.Name:
@@ -31,7 +32,7 @@ def make_ca(directory: Path, name: str, cn: str) -> tuple[str, ec.EllipticCurveP
     key = ec.generate_private_key(ec.SECP384R1())
     cert = (
         x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(_name(cn)).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(NOW).not_valid_after(NOW + datetime.timedelta(days=9))
+        .serial_number(x509.random_serial_number()).not_valid_before(NOW).not_valid_after(NOW + DAYS)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .sign(key, hashes.SHA256())
     )  # fmt: skip
@@ -49,7 +50,7 @@ def node_cert(ca_pem: str, ca_key: ec.EllipticCurvePrivateKey, cn: str = "kafka1
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca.subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(NOW).not_valid_after(NOW + datetime.timedelta(days=9))
+        .serial_number(x509.random_serial_number()).not_valid_before(NOW).not_valid_after(NOW + DAYS)
         .sign(ca_key, hashes.SHA256())
     )  # fmt: skip
     return cert.public_bytes(serialization.Encoding.PEM).decode()

@@ -47,7 +47,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.common.plugins.module_utils import pki
 
 
-def _not_ready(step: str, ca_dir: str, nodes: dict) -> list[str]:
+def _not_ready(step: str, ca_dir: str, nodes: dict[str, str]) -> list[str]:
     """The nodes the step must wait for, each with why."""
     if step == "promote":
         with open(f"{ca_dir}/{pki.NEXT}.pem", encoding="ascii") as handle:
