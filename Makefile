@@ -97,8 +97,8 @@ verify-spark: venv  ## the Spark pipeline checks against the lab (kills the job 
 restart: venv  ## rolling restart of every ZooKeeper server and Kafka node, one at a time through the gates (LIMIT=host,... for a subset)
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rolling_restart.yml $(if $(LIMIT),--limit $(LIMIT))
 
-rotate-certificates: venv  ## sign again the nodes' certificates due within kafka_tls_rotate_within_days (ALL=1: every one), then restart them through the gates (LIMIT=host,... for a subset)
-	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rotate_certificates.yml $(if $(ALL),-e kafka_tls_rotate_all=true) $(if $(LIMIT),--limit $(LIMIT))
+rotate-certificates: venv  ## sign again the nodes' certificates due within kafka_tls_rotate_within_days (ALL=1: every one), then restart them through the gates (LIMIT=host,... for a subset); CA=1 replaces the project CA (three rolls)
+	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/rotate_certificates.yml $(if $(ALL),-e kafka_tls_rotate_all=true) $(if $(CA),-e kafka_tls_rotate_ca=true) $(if $(LIMIT),--limit $(LIMIT))
 
 upgrade: venv artifacts  ## move the cluster to the inventory's kafka_version (controllers first, then feature levels); CHECK=1 shows the plan only
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/upgrade.yml $(if $(CHECK),--check --diff)

@@ -85,10 +85,14 @@ def secrets() -> dict[str, set[str]]:
     found = {f"{m}:{where}": values for m in MACHINES for where, values in _host_secrets(node(m)).items()}
     found.update(_scram_passwords())
     found.update(_controller_secrets())
-    # The project CA's key, and those of a CA rotation (ca-next, ca-previous, and the retired ones kept for the record).
-    for ca_key in sorted([*Path(ca_dir()).glob("ca*.key"), *Path(ca_dir()).glob("retired/*.key")]):
-        ca_cert = ca_key.with_suffix(".pem")
-        found[f"controller:{ca_key}"] = _key_lines(ca_key.read_text(), ca_cert.read_text() if ca_cert.exists() else "")
+    # Every private key the controller machine keeps beside the inventory: the project CA's (.pki/ca.key), a CA
+    # rotation's (ca-next, ca-previous, retired/), and the operator's own (the spark scenario's own-pki/: its CAs and
+    # the nodes' keys, which the kafka role pushes to the nodes unlogged).
+    for key in sorted(Path(ca_dir()).parent.rglob("*.key")):
+        public = "".join(p.read_text() for p in key.parent.glob("*.pem")) + "".join(
+            p.read_text() for p in key.parent.glob("*.crt")
+        )
+        found[f"controller:{key}"] = _key_lines(key.read_text(), public)
     found = {k: v for k, v in found.items() if v}
     # An empty list would make the tests below pass for nothing: a cluster without TLS, SCRAM users or Spark has no
     # secret to keep, and these tests say so rather than pass. (The zookeeper scenario has the ZooKeeper servers'

@@ -63,7 +63,8 @@ def _bootstrap_protocol() -> str:
 
 
 def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark_node: SparkNode) -> None:
-    """The job's Kafka options follow the brokers' listener: TLS trusting the project CA, whose certificate goes
+    """The job's Kafka options follow the brokers' listener: TLS trusting the CA (the spark scenario's is the
+    operator's own, kafka_tls_own_ca), whose certificate goes
     in the options themselves (ssl.truststore.certificates), so executors on every worker have it; with SASL_SSL
     also the SCRAM login of spark_consumer_kafka_user. The other tests of this file then prove records flow
     through it."""
@@ -74,7 +75,8 @@ def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark
         pytest.skip(f"the brokers' bootstrap listener runs {protocol or 'PLAINTEXT'}")
     assert options["security.protocol"] == protocol
     assert options["ssl.truststore.type"] == "PEM"
-    with open(os.path.join(ca_dir(), "ca.pem")) as handle:
+    # trust.pem: what the controller machine's clients trust (the project CA, or the operator's own CA).
+    with open(os.path.join(ca_dir(), "trust.pem")) as handle:
         assert options["ssl.truststore.certificates"].strip() == handle.read().strip()
     if protocol == "SASL_SSL":
         login = spark_node.kafka_login()
@@ -89,7 +91,7 @@ def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: Spa
     gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
     if _bootstrap_protocol() != "SASL_SSL":
         pytest.skip("the brokers' bootstrap listener takes no logins")
-    login = {**spark_node.kafka_login(), "ssl_cafile": os.path.join(ca_dir(), "ca.pem")}
+    login = {**spark_node.kafka_login(), "ssl_cafile": os.path.join(ca_dir(), "trust.pem")}
     topic = spark_node.config["kafka"]["topics"][0]
     # The side effect wrote the job's events to its topic. The low-latency path's output topic is one it may write
     # and so see, but not read: the fetch is refused. (A topic it has no ACL for at all, it cannot even see: the

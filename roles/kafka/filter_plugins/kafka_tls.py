@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import UTC
 from typing import Any
 
-from ansible_collections.kafkalab.common.plugins.module_utils.pki import trust_problem
+from ansible_collections.kafkalab.common.plugins.module_utils.pki import own_certificate_problems, trust_problem
 from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
 
 
@@ -103,12 +103,14 @@ def kafka_tls_problems(
     disks: Mapping[str, Mapping[str, Any]],
     project_ca: str,
     ca_dir: str,
+    own_ca: str = "",
 ) -> list[str]:
     """What a run must refuse before it changes anything, each naming the host, the value and the fix.
 
     disks: host -> {"config": the node's server.properties now ('' if none), "ca": the CA certificate the
     node trusts now ('' if none)}. project_ca: what the project trusts (lookup kafkalab.common.pki_trust: the CA,
-    or both of a rotation; '' if none).
+    or both of a rotation; '' if none). own_ca: kafka_tls_own_ca, the path of the operator's CA (then project_ca
+    is its text): a node that trusts none of it would distrust its peers in the roll.
     """
     problems = []
     listener = model.get("controller_listener") or {}
@@ -149,9 +151,42 @@ def kafka_tls_problems(
                         f"could not talk). Set the protocol back to {now}{other_way}; or rebuild the lab cluster with "
                         f"{wanted} from the start."
                     )
-        problem = trust_problem(host, str(disk.get("ca") or ""), project_ca, ca_dir, "kafka_tls_ca_dir")
+        problem = (
+            trust_problem(
+                host, str(disk.get("ca") or ""), project_ca, own_ca, "kafka_tls_own_ca",
+                "To move a running cluster to another CA, first list both CAs in kafka_tls_own_ca and run (every "
+                "node then trusts both), then give the nodes certificates of the new one and run, then drop the old "
+                "CA and run.",
+            )
+            if own_ca
+            else trust_problem(host, str(disk.get("ca") or ""), project_ca, ca_dir, "kafka_tls_ca_dir")
+        )  # fmt: skip
         if problem:
             problems.append(problem)
+    return problems
+
+
+def kafka_own_tls_problems(
+    model: Mapping[str, Any],
+    security: Mapping[str, Any],
+    own_ca: str,
+    certificates: Mapping[str, Any],
+    keys: Mapping[str, Any],
+) -> list[str]:
+    """With kafka_tls_own_ca: what is wrong with the files the operator supplies, per node that runs TLS, each with
+    the variable, the value and the fix (module_utils/pki.py own_certificate_problems). certificates, keys: host ->
+    kafka_tls_own_certificate, kafka_tls_own_key (paths on the controller machine)."""
+    if not own_ca or not model.get("tls"):
+        return []
+    problems: list[str] = []
+    for host, node in sorted(dict(model.get("nodes") or {}).items()):
+        files = {
+            "ca": ("kafka_tls_own_ca", own_ca),
+            "certificate": ("kafka_tls_own_certificate", str(certificates.get(host) or "")),
+            "key": ("kafka_tls_own_key", str(keys.get(host) or "")),
+        }
+        names = [str(n) for n in node.get("tls_names") or []]
+        problems += own_certificate_problems(host, names, files, bool(security.get("authorizer")))
     return problems
 
 
@@ -188,5 +223,6 @@ class FilterModule:
             "kafka_tls_server_properties": kafka_tls_server_properties,
             "kafka_tls_client_properties": kafka_tls_client_properties,
             "kafka_tls_problems": kafka_tls_problems,
+            "kafka_own_tls_problems": kafka_own_tls_problems,
             "kafka_tool_client_files": kafka_tool_client_files,
         }

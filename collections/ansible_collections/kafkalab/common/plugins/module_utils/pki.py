@@ -20,6 +20,7 @@ import hashlib
 import os
 import re
 import shutil
+from typing import Any
 
 _BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.S)
 
@@ -59,7 +60,10 @@ def rotation_state(ca_dir: str) -> str:
 def trust_bundle(ca_dir: str) -> str:
     """What the nodes and clients trust: ca.pem, then ca-next.pem and ca-previous.pem when they exist, each once.
 
-    '' when the directory holds no CA (yet)."""
+    A directory with no ca.pem but a trust.pem (the operator's own CA: the kafka role keeps a copy there, and
+    no CA of the project's) gives that. '' when the directory holds no CA (yet)."""
+    if not os.path.isfile(os.path.join(ca_dir, SIGNING + ".pem")):
+        return "".join(cert + "\n" for cert in certificates(_read(os.path.join(ca_dir, TRUST))))
     seen: list[str] = []
     for name in (SIGNING, NEXT, PREVIOUS):
         for cert in certificates(_read(os.path.join(ca_dir, name + ".pem"))):
@@ -68,7 +72,7 @@ def trust_bundle(ca_dir: str) -> str:
     return "".join(cert + "\n" for cert in seen)
 
 
-def trust_problem(host: str, trusted: str, project_ca: str, ca_dir: str, variable: str) -> str:
+def trust_problem(host: str, trusted: str, project_ca: str, ca_dir: str, variable: str, fix: str = "") -> str:
     """'' when the node trusts nothing yet, or some CA the project trusts; otherwise why the run must stop, and the fix.
 
     trusted: the CA certificates on the node now ('' if none); project_ca: what the controller machine's CA
@@ -84,10 +88,11 @@ def trust_problem(host: str, trusted: str, project_ca: str, ca_dir: str, variabl
         if project
         else f"{variable} {ca_dir} holds no CA"
     )
+    why = "the cluster would move to another CA in one roll" if fix else "the project CA was lost or moved"
     return (
-        f"{host}: trusts the CA whose certificate hashes to sha256 {fingerprint(node[0])}..., but {where}: the "
-        "project CA was lost or moved. A new CA would make the nodes distrust each other in the middle of a roll. "
-        f"Restore ca.pem and ca.key into {variable} (or point {variable} at them)."
+        f"{host}: trusts the CA whose certificate hashes to sha256 {fingerprint(node[0])}..., but {where}: {why}. "
+        "A new CA would make the nodes distrust each other in the middle of a roll. "
+        + (fix or f"Restore ca.pem and ca.key into {variable} (or point {variable} at them).")
     )
 
 
@@ -149,3 +154,125 @@ def signed_by(cert_pem: str, ca_pem: str) -> bool:
     except (ValueError, TypeError, InvalidSignature):
         return False
     return True
+
+
+def _names(cert: Any) -> tuple[set[str], set[str]]:
+    """The DNS names and IP addresses a certificate's subjectAltName holds."""
+    from cryptography import x509
+
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set(), set()
+    return {n.lower() for n in san.get_values_for_type(x509.DNSName)}, {
+        str(a) for a in san.get_values_for_type(x509.IPAddress)
+    }
+
+
+def _covers(name: str, dns: set[str], ips: set[str]) -> bool:
+    """Whether a client dialling `name` finds it in the certificate (one-label wildcards as TLS matches them)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(name)) in ips
+    except ValueError:
+        pass
+    name = name.lower()
+    return name in dns or any(d.startswith("*.") and name.partition(".")[2] == d[2:] for d in dns)
+
+
+def own_certificate_problems(
+    host: str, names: list[str], files: dict[str, tuple[str, str]], cn_only: bool, now: float | None = None
+) -> list[str]:
+    """What is wrong with the certificate, key and CA an operator supplies for one node, each with the fix.
+
+    files: 'ca', 'certificate', 'key' -> (variable, path on the controller machine). names: every name and address
+    the node is reached by (the model's tls_names). cn_only: the authorizer maps a node's certificate to its
+    principal by a subject that is CN=<name> alone."""
+    import time
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    problems = []
+    text = {}
+    for what, (variable, path) in files.items():
+        if not path:
+            problems.append(
+                f"{host}: {variable} is not set, but kafka_tls_own_ca is: give every Kafka node its {what} file "
+                f"(PEM, on the controller machine), e.g. {variable}: /etc/ssl/kafka/{{{{ inventory_hostname }}}}."
+                + ("key" if what == "key" else "crt")
+            )
+        elif not os.path.isfile(path):
+            problems.append(f"{host}: {variable} is {path!r}, which is no file on the controller machine. Fix it.")
+        else:
+            text[what] = _read(path)
+    if problems:
+        return problems
+    chain = certificates(text["certificate"])
+    cas = certificates(text["ca"])
+    if not cas:
+        return [f"{host}: kafka_tls_own_ca {files['ca'][1]!r} holds no PEM certificate. Give the CA's certificate(s)."]
+    if not chain:
+        variable, path = files["certificate"]
+        return [
+            f"{host}: {variable} {path!r} holds no PEM certificate. Give the node's certificate, its chain after it."
+        ]
+    try:
+        leaf = x509.load_pem_x509_certificate(chain[0].encode())
+    except ValueError as exc:
+        return [f"{host}: {files['certificate'][0]} {files['certificate'][1]!r} cannot be read ({exc})."]
+    variable, path = files["certificate"]
+    moment = time.time() if now is None else now
+    if leaf.not_valid_after_utc.timestamp() <= moment:
+        problems.append(
+            f"{host}: {variable} {path!r} expired on {leaf.not_valid_after_utc:%Y-%m-%d %H:%M} UTC. Ask your CA "
+            "for a renewed certificate and point the variable at it."
+        )
+    elif leaf.not_valid_before_utc.timestamp() > moment:
+        problems.append(
+            f"{host}: {variable} {path!r} is not valid before {leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC. "
+            "Check the controller machine's clock, or wait."
+        )
+    dns, ips = _names(leaf)
+    missing = [n for n in names if not _covers(n, dns, ips)]
+    if missing:
+        problems.append(
+            f"{host}: {variable} {path!r} does not name {', '.join(missing)} in its subjectAltName (it has "
+            f"{', '.join(sorted(dns | ips)) or 'none'}); clients that dial those would refuse it. Ask your CA for a "
+            "certificate naming every name and address the node is reached by (inventory name, address, "
+            "advertised hosts)."
+        )
+    # Each certificate of the chain signed by the next; the last by one of the CAs.
+    linked = all(signed_by(chain[i], chain[i + 1]) for i in range(len(chain) - 1))
+    if not linked or not any(signed_by(chain[-1], ca) for ca in cas):
+        problems.append(
+            f"{host}: {variable} {path!r} is not signed by the CA in kafka_tls_own_ca {files['ca'][1]!r}"
+            + ("" if linked else " (its chain is out of order: the node's certificate first, then each issuer)")
+            + ". Give the certificate your CA issued, or the CA that issued it."
+        )
+    if cn_only and [a.oid for a in leaf.subject] != [x509.NameOID.COMMON_NAME]:
+        problems.append(
+            f"{host}: {variable} {path!r} has the subject {leaf.subject.rfc4514_string()}, but with the authorizer on "
+            "every node's certificate must say CN=<name> alone (ssl.principal.mapping.rules maps those to "
+            "User:kafka-node, a super user). Ask your CA for a certificate with a CN-only subject."
+        )
+    key_variable, key_path = files["key"]
+    try:
+        key = serialization.load_pem_private_key(text["key"].encode(), password=None)
+    except TypeError:
+        problems.append(
+            f"{host}: {key_variable} {key_path!r} is encrypted; Kafka reads an unencrypted PEM key here. Decrypt it "
+            "(openssl pkey -in KEY -out KEY.plain) into a file only you can read, and point the variable at that."
+        )
+        return problems
+    except ValueError:
+        problems.append(f"{host}: {key_variable} {key_path!r} holds no PEM private key. Give the node's key.")
+        return problems
+    spki = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*spki) != leaf.public_key().public_bytes(*spki):
+        problems.append(
+            f"{host}: {key_variable} {key_path!r} is not the key of {variable} {path!r}. Give the key the "
+            "certificate was issued for."
+        )
+    return problems
