@@ -138,3 +138,34 @@ def test_command_line_wrappers_reach_the_cluster(host: Any, props: dict[str, str
         address = kafka_address(host.backend.get_hostname())
         result = host.run(f"kafka-metadata-quorum --bootstrap-controller {address}:{port} describe --status")
     assert result.rc == 0, result.stderr
+
+
+def test_each_tls_listener_reads_the_key_store_the_inventory_asks_for(
+    host: Any, props: dict[str, str], hostvars: dict[str, Any]
+) -> None:
+    """kafka_tls_keystore_type: PEM (node.pem: the key and the certificate, no password anywhere) or PKCS12
+    (node.p12, made on the node; its password only in keystore.properties, root's and Kafka's group's, which Kafka
+    reads through its FileConfigProvider; server.properties holds a reference, not the password). The PKCS12 store
+    opens with that password and holds the certificate the node was given (cert.pem)."""
+    stores = {k[: -len("ssl.keystore.location")]: v for k, v in props.items() if k.endswith("ssl.keystore.location")}
+    if not stores:
+        pytest.skip("no listener of this node runs TLS")
+    wanted = str(hostvars.get("kafka_tls_keystore_type") or "PEM")
+    for prefix, location in sorted(stores.items()):
+        assert props[prefix + "ssl.keystore.type"] == wanted, prefix
+        tls_dir = location.rsplit("/", 1)[0]
+        if wanted == "PEM":
+            assert location == f"{tls_dir}/node.pem" and prefix + "ssl.keystore.password" not in props
+            continue
+        password_file = f"{tls_dir}/keystore.properties"
+        assert location == f"{tls_dir}/node.p12"
+        assert props[prefix + "ssl.keystore.password"] == f"${{file:{password_file}:password}}"
+        assert props[prefix + "ssl.key.password"] == props[prefix + "ssl.keystore.password"]
+        stat = host.file(password_file)
+        assert stat.user == "root" and stat.mode == 0o640, (password_file, stat.user, oct(stat.mode))
+        served = host.run(
+            f"export KS=\"$(sed -n 's/^password=//p' {password_file})\" && "
+            f"openssl pkcs12 -in {location} -nokeys -clcerts -passin env:KS | openssl x509 -noout -fingerprint -sha256"
+        )
+        given = host.run(f"openssl x509 -in {tls_dir}/cert.pem -noout -fingerprint -sha256")
+        assert served.rc == 0 and served.stdout.strip() == given.stdout.strip(), (served.stderr, given.stdout)

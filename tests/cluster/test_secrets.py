@@ -54,6 +54,12 @@ def _host_secrets(host: Any) -> dict[str, set[str]]:
     public = host.run("grep -rh --include='*.pem' -A200 -e 'BEGIN CERTIFICATE' /etc").stdout
     for path in filter(None, pems.split("\0")):
         found[path] = _key_lines(host.file(path).content_string, public)
+    # A PKCS12 key store's password (kafka_tls_keystore_type PKCS12), made on the node.
+    stores = host.run("find /etc -path '*/tls/keystore.properties' -print0 2>/dev/null").stdout
+    for path in filter(None, stores.split("\0")):
+        password = parse_properties(host.file(path).content_string).get("password", "").strip()
+        if password:
+            found[path] = {password}
     defaults = parse_properties(host.run("cat /etc/spark/spark-defaults.conf 2>/dev/null").stdout)
     if defaults.get("spark.authenticate.secret", "").strip():
         found["spark.authenticate.secret"] = {defaults["spark.authenticate.secret"].strip()}

@@ -155,6 +155,26 @@ def test_tls_client_and_inter_broker_listeners_get_their_own_prefixed_settings()
     assert m["client_ca"] == "/inv/.pki/trust.pem"
 
 
+def test_a_pkcs12_key_store_reads_its_password_through_the_file_config_provider() -> None:
+    """kafka_tls_keystore_type PKCS12: every TLS listener reads node.p12, whose password is no value in
+    server.properties but a reference to the node's keystore.properties; the trust store stays PEM."""
+    m = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, SECURED)
+    props = kafka_tls_server_properties(m, TLS_DIR, "PKCS12")
+    reference = "${file:/etc/kafka/tls/keystore.properties:password}"
+    for name in ("internal", "clients", "controller"):
+        assert props[f"listener.name.{name}.ssl.keystore.type"] == "PKCS12"
+        assert props[f"listener.name.{name}.ssl.keystore.location"] == "/etc/kafka/tls/node.p12"
+        assert props[f"listener.name.{name}.ssl.keystore.password"] == reference
+        assert props[f"listener.name.{name}.ssl.key.password"] == reference
+        assert props[f"listener.name.{name}.ssl.truststore.type"] == "PEM"
+    assert props["config.providers"] == "file"
+    assert props["config.providers.file.class"] == "org.apache.kafka.common.config.provider.FileConfigProvider"
+    # PEM needs no provider, and a cluster without TLS gets nothing.
+    assert "config.providers" not in kafka_tls_server_properties(m, TLS_DIR)
+    plain = kafka_cluster_model(HOSTS, CONTROLLERS, BROKERS, PLAINTEXT_SETTINGS)
+    assert kafka_tls_server_properties(plain, TLS_DIR, "PKCS12") == {}
+
+
 def test_a_plaintext_bootstrap_listener_needs_no_client_settings_even_with_tls_elsewhere() -> None:
     """The lab: EXTERNAL and the controller listener TLS, INTERNAL (the bootstrap one) plain."""
     plain = {"name": "INTERNAL", "port": 9092, "protocol": "PLAINTEXT"}

@@ -33,19 +33,42 @@ def _ssl_files(tls_dir: str) -> dict[str, str]:
     }
 
 
-def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str) -> dict[str, str]:
+# The node's PKCS12 key store's password, made on the node (tasks/tls.yml) and read by Kafka at start through its
+# FileConfigProvider: no password in server.properties, none in any log.
+KEYSTORE_PASSWORD_FILE = "keystore.properties"
+
+
+def kafka_tls_server_properties(model: Mapping[str, Any], tls_dir: str, keystore_type: str = "PEM") -> dict[str, str]:
     """Every TLS listener's settings for server.properties (every node: brokers dial the controllers and each other).
 
     Prefixed with the listener's name, so they apply to that listener only, on both ends: a node serves it
     with them, and its own connections over it (to the quorum, to other brokers) use the same prefix, so the
     node's certificate is what it presents where the other end asks for one (ssl.client.auth).
+    keystore_type PKCS12 (kafka_tls_keystore_type): the key store is node.p12, made on the node from node.pem, whose
+    password Kafka reads from the node's keystore.properties; the trust store stays PEM (certificates only).
     """
+    files = _ssl_files(tls_dir)
+    extra: dict[str, str] = {}
+    if keystore_type == "PKCS12":
+        password = f"${{file:{tls_dir}/{KEYSTORE_PASSWORD_FILE}:password}}"
+        files.update(
+            {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": f"{tls_dir}/node.p12",
+                "ssl.keystore.password": password,
+                "ssl.key.password": password,
+            }
+        )
+        extra = {
+            "config.providers": "file",
+            "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        }
     props: dict[str, str] = {}
     for name, client_auth in sorted(dict(model.get("tls_listeners") or {}).items()):
         prefix = f"listener.name.{name.lower()}."
-        props.update({prefix + key: value for key, value in _ssl_files(tls_dir).items()})
+        props.update({prefix + key: value for key, value in files.items()})
         props[prefix + "ssl.client.auth"] = str(client_auth)
-    return props
+    return {**props, **extra} if props else {}
 
 
 def kafka_zookeeper_client_properties(
