@@ -92,7 +92,7 @@ def secrets() -> dict[str, set[str]]:
     found.update(_scram_passwords())
     found.update(_controller_secrets())
     # Every private key the controller machine keeps beside the inventory: the project CA's (.pki/ca.key), a CA
-    # rotation's (ca-next, ca-previous, retired/), and the operator's own (the spark scenario's own-pki/: its CAs and
+    # rotation's (ca-next, ca-previous, retired/), and the operator's own (the spark scenario's .own-pki/: its CAs and
     # the nodes' keys, which the kafka role pushes to the nodes unlogged).
     for key in sorted(Path(ca_dir()).parent.rglob("*.key")):
         public = "".join(p.read_text() for p in key.parent.glob("*.pem")) + "".join(
