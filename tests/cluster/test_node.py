@@ -147,7 +147,12 @@ def test_each_tls_listener_reads_the_key_store_the_inventory_asks_for(
     (node.p12, made on the node; its password only in keystore.properties, root's and Kafka's group's, which Kafka
     reads through its FileConfigProvider; server.properties holds a reference, not the password). The PKCS12 store
     opens with that password and holds the certificate the node was given (cert.pem)."""
-    stores = {k[: -len("ssl.keystore.location")]: v for k, v in props.items() if k.endswith("ssl.keystore.location")}
+    # The listeners' stores (listener.name.<l>.ssl.*), not the one a node shows ZooKeeper (zookeeper.ssl.*).
+    stores = {
+        k[: -len("ssl.keystore.location")]: v
+        for k, v in props.items()
+        if k.startswith("listener.name.") and k.endswith(".ssl.keystore.location")
+    }
     if not stores:
         pytest.skip("no listener of this node runs TLS")
     wanted = str(hostvars.get("kafka_tls_keystore_type") or "PEM")
