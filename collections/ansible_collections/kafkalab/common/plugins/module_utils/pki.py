@@ -37,7 +37,8 @@ def fingerprint(pem: str) -> str:
     return hashlib.sha256(pem.strip().encode()).hexdigest()[:16]
 
 
-def _read(path: str) -> str:
+def read_text(path: str) -> str:
+    """The file's text; '' when it is missing or cannot be read."""
     try:
         with open(path, encoding="ascii") as handle:
             return handle.read()
@@ -63,10 +64,10 @@ def trust_bundle(ca_dir: str) -> str:
     A directory with no ca.pem but a trust.pem (the operator's own CA: the kafka role keeps a copy there, and
     no CA of the project's) gives that. '' when the directory holds no CA (yet)."""
     if not os.path.isfile(os.path.join(ca_dir, SIGNING + ".pem")):
-        return "".join(cert + "\n" for cert in certificates(_read(os.path.join(ca_dir, TRUST))))
+        return "".join(cert + "\n" for cert in certificates(read_text(os.path.join(ca_dir, TRUST))))
     seen: list[str] = []
     for name in (SIGNING, NEXT, PREVIOUS):
-        for cert in certificates(_read(os.path.join(ca_dir, name + ".pem"))):
+        for cert in certificates(read_text(os.path.join(ca_dir, name + ".pem"))):
             if cert not in seen:
                 seen.append(cert)
     return "".join(cert + "\n" for cert in seen)
@@ -132,7 +133,7 @@ def retire(ca_dir: str) -> str:
         return ""
     retired = path(ca_dir, "retired")
     os.makedirs(retired, mode=0o700, exist_ok=True)
-    name = path(retired, fingerprint(_read(previous)))
+    name = path(retired, fingerprint(read_text(previous)))
     if os.path.isfile(path(ca_dir, PREVIOUS + ".key")):
         os.replace(path(ca_dir, PREVIOUS + ".key"), name + ".key")
     os.replace(previous, name + ".pem")
@@ -206,7 +207,7 @@ def own_certificate_problems(
         elif not os.path.isfile(path):
             problems.append(f"{host}: {variable} is {path!r}, which is no file on the controller machine. Fix it.")
         else:
-            text[what] = _read(path)
+            text[what] = read_text(path)
     if problems:
         return problems
     chain = certificates(text["certificate"])

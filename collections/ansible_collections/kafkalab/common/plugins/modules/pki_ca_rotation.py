@@ -50,12 +50,10 @@ from ansible_collections.kafkalab.common.plugins.module_utils import pki
 def _not_ready(step: str, ca_dir: str, nodes: dict[str, str]) -> list[str]:
     """The nodes the step must wait for, each with why."""
     if step == "promote":
-        with open(f"{ca_dir}/{pki.NEXT}.pem", encoding="ascii") as handle:
-            nxt = pki.certificates(handle.read())
+        nxt = pki.certificates(pki.read_text(f"{ca_dir}/{pki.NEXT}.pem"))
         return [f"{host}: does not trust the next CA yet (its ca.pem lacks ca-next.pem)"
                 for host, pem in sorted(nodes.items()) if not set(nxt) <= set(pki.certificates(pem or ""))]  # fmt: skip
-    with open(f"{ca_dir}/{pki.SIGNING}.pem", encoding="ascii") as handle:
-        ca = handle.read()
+    ca = pki.read_text(f"{ca_dir}/{pki.SIGNING}.pem")
     return [f"{host}: its certificate is not signed by the new CA ({ca_dir}/ca.pem) yet"
             for host, pem in sorted(nodes.items()) if not pki.signed_by(pem or "", ca)]  # fmt: skip
 
