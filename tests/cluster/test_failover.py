@@ -52,10 +52,12 @@ RESULTS = Path(__file__).resolve().parents[2] / ".cache" / "test-artifacts"
 
 
 def record_failover(**numbers: Any) -> None:
+    """Append a case's numbers to the scenario's JSON lines, and show them (with -s) as one line."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     scenario = os.environ.get("MOLECULE_SCENARIO_NAME", "lab")
     with (RESULTS / f"failover-{scenario}.jsonl").open("a") as out:
         out.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%S"), **numbers}) + "\n")
+    print("\n" + " ".join(f"{key}={value}" for key, value in numbers.items() if value is not None))
 
 
 # Disruptive and slow (minutes): `make verify` leaves them out, `make failover` and molecule run them.
@@ -355,8 +357,7 @@ class Disruption:
     """
 
     victim: str
-    writes_from: float | None = None  # time.monotonic()
-    writes_until: float | None = None
+    writes: tuple[float, float] | None = None  # (from, until), time.monotonic()
     how: str = ""
 
 
@@ -383,7 +384,7 @@ def stop_leader_cleanly(cluster: Cluster, admin: KafkaAdminClient, topic: str) -
     time.sleep(CLEAN_STOP_S)
     back = time.monotonic()
     assert host.run(f"systemctl start {kafka_unit(name)}").rc == 0
-    return Disruption(name, stopped, back, "stopped (its leaderships handed over as it stopped)")
+    return Disruption(name, (stopped, back), "stopped (its leaderships handed over as it stopped)")
 
 
 def kill_active_controller(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disruption:
@@ -442,7 +443,7 @@ def pause_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Disru
     finally:
         back = time.monotonic()
         assert host.run(f"kill -CONT {pid}").rc == 0
-    return Disruption(name, paused + drop_seconds(cluster, name), back, "paused, past the timeout that drops it")
+    return Disruption(name, (paused + drop_seconds(cluster, name), back), "paused, past the timeout that drops it")
 
 
 def node_addresses(cluster: Cluster) -> dict[str, str]:
@@ -484,7 +485,7 @@ def isolate_broker(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> Dis
         back = time.monotonic()
         for rule in rules:
             host.run(f"iptables -D {rule}")
-    return Disruption(name, cut + drop_seconds(cluster, name), back, "cut off, past the timeout that drops it")
+    return Disruption(name, (cut + drop_seconds(cluster, name), back), "cut off, past the timeout that drops it")
 
 
 CASES: dict[str, Callable[[Cluster, KafkaAdminClient, str], Disruption]] = {
@@ -619,21 +620,11 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
     else:
         isr_recovery = "shrink-not-sampled"
     acked_during = producer.acks_between(began, restored)
-    written_through = (
-        None
-        if disruption.writes_from is None or disruption.writes_until is None
-        else producer.acks_between(disruption.writes_from, disruption.writes_until)
-    )
+    written_through = None if disruption.writes is None else producer.acks_between(*disruption.writes)
     gap = longest_gap(producer.ack_times)
 
     consumed = e2e.consume_run(cluster.bootstrap, topic, producer.run_id)
     result = e2e.compare(producer.acked, consumed)
-    print(
-        f"\n{case} on {victim}: sent={producer.sent} {result.summary()} failed_sends={len(producer.failed)} "
-        f"acked_during_disruption={acked_during} min_isr={watcher.min_isr} leader_epochs_rose={watcher.epochs_moved} "
-        f"isr_recovery_s={isr_recovery} longest_ack_gap_s={gap:.3f}"
-        + (f" zookeeper_registration_replaced={re_registered}" if registered else "")
-    )
     record_failover(
         case=case,
         victim=victim,
@@ -643,17 +634,19 @@ def test_acked_messages_survive(case: str, cluster: Cluster, admin: KafkaAdminCl
         consumed=result.consumed,
         lost=len(result.lost),
         duplicated=len(result.duplicated),
+        failed_sends=len(producer.failed),
         acked_during_disruption=acked_during,
         acked_while_written_through=written_through,
         disruption_to_recovery_s=round(recovered_at - began, 1),
         longest_ack_gap_s=round(gap, 3),
         min_isr=watcher.min_isr,
+        leader_epochs_rose=watcher.epochs_moved,
         isr_recovery_s=isr_recovery,
         zookeeper_registration_replaced=re_registered if registered else None,
     )
     assert resumed, f"{case}: no acknowledgement within {RECOVERY_TIMEOUT_S} s of the cluster's recovery"
-    if written_through is not None:
-        span = (disruption.writes_until or 0) - (disruption.writes_from or 0)
+    if disruption.writes is not None:
+        span = disruption.writes[1] - disruption.writes[0]
         assert written_through > 0, f"{case}: no acknowledgement in the {span:.0f} s {victim} was {disruption.how}"
     assert result.lost == [], f"{case}: lost {len(result.lost)} acknowledged messages"
     assert result.duplicated == [], f"{case}: {len(result.duplicated)} duplicated"
