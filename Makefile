@@ -78,6 +78,7 @@ lab-converge: venv artifacts  ## run playbooks/site.yml against the lab
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
 
 verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=...), failover cases aside
+	$(BIN)/python -m kafkalab.lab tools
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
 
 failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated

@@ -112,6 +112,19 @@ def networks(host: str, kind: str) -> list[str]:
     return [ufw_source(n) for n in variables(host).get(f"firewall_{kind}_networks", [])]
 
 
+# A listener's client_networks may name a class of networks instead of a CIDR (roles/firewall/README.md): the
+# inventory's networks of that class.
+NETWORK_CLASSES = {"admin": "admin", "clients": "client", "monitoring": "monitoring"}
+
+
+def listener_sources(host: str, listed: list[str]) -> list[str]:
+    return [
+        src
+        for item in listed
+        for src in (networks(host, NETWORK_CLASSES[item]) if item in NETWORK_CLASSES else [ufw_source(item)])
+    ]
+
+
 def managed_hosts() -> list[str]:
     """One inventory host per machine: instances on one machine (kafka_instance) share its ufw."""
     return one_per_machine(
@@ -201,7 +214,7 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
                 rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *controllers}}
                 continue
             own = declared.get(name, {}).get("client_networks")
-            clients = [ufw_source(n) for n in own] if own is not None else networks(host, "client")
+            clients = listener_sources(host, own) if own is not None else networks(host, "client")
             rules |= {(f"{port}/tcp", src) for src in clients}
             if name == props["inter.broker.listener.name"]:
                 # In-cluster clients: the Spark job, and the consumer-lag exporter on the monitoring hosts.
