@@ -6,6 +6,7 @@ scenarios), when the base image is rebuilt, and how the inventory turns into the
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
 from pathlib import Path
@@ -16,6 +17,7 @@ import yaml
 
 from kafkalab.ansible_driver import AnsibleError
 from kafkalab.lab import common, hosts, image, systemd_host
+from kafkalab.lab.__main__ import VERIFY_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMD_HOST = systemd_host.load_systemd_host(ROOT)
@@ -391,3 +393,26 @@ def test_ssh_probe_never_prompts_or_trusts_stale_host_keys() -> None:
     assert "BatchMode=yes" in joined
     assert "UserKnownHostsFile=/dev/null" in joined
     assert args[-2:] == ["root@10.231.0.11", "true"]
+
+
+def _controller_commands(source: str) -> set[str]:
+    """The commands a suite file runs on the controller: shutil.which("x"), and subprocess.run(["x", ...])."""
+    found: set[str] = set()
+    for call in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call) and n.args):
+        name, first = ast.unparse(call.func), call.args[0]
+        if name == "shutil.which" and isinstance(first, ast.Constant):
+            found.add(str(first.value))
+        elif name == "subprocess.run" and isinstance(first, ast.List) and first.elts:
+            head = first.elts[0]
+            if isinstance(head, ast.Constant):
+                found.add(str(head.value))
+    return found
+
+
+def test_make_verify_installs_every_command_the_cluster_suite_runs_on_the_controller() -> None:
+    suites = sorted((ROOT / "tests" / "cluster").glob("*.py"))
+    used = set().union(*(_controller_commands(path.read_text()) for path in suites))
+    # The parser finds what is there: the suite draws the overview page in chromium, makes a foreign CA with openssl.
+    assert {"chromium", "openssl"} <= used
+    assert used <= set(VERIFY_TOOLS), f"tests/cluster runs {sorted(used - set(VERIFY_TOOLS))}: add to VERIFY_TOOLS"
+    assert "kafkalab.lab tools" in (ROOT / "Makefile").read_text().split("\nverify:", 1)[1].split("\n\n", 1)[0]
