@@ -23,6 +23,8 @@ KAFKA_PREVIOUS_VERSION := $(shell sed -n 's/^ *kafka_version: *"\(.*\)"/\1/p' mo
 SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
 # The Prometheus JMX exporter agent, pinned once in the prometheus role's defaults.
 JMX_EXPORTER_VERSION := $(shell sed -n 's/^prometheus_jmx_exporter_version: *"\(.*\)"/\1/p' roles/prometheus/defaults/main.yml)
+# The collection's version (galaxy.yml) names its tarball.
+COLLECTION_VERSION := $(shell sed -n 's/^version: *\(.*\)/\1/p' galaxy.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
 KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/zookeeper/inventory/group_vars/all/zookeeper.yml)
 # make bench: BENCH_COLD=1 destroys and recreates the lab's hosts to time a cold converge; BENCH_COLD=0 times only
@@ -31,7 +33,7 @@ BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
 .PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
-        lint unit unit-playbooks unit-rest molecule test clean
+        lint unit unit-playbooks unit-rest sanity collection molecule test clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -40,8 +42,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
-	# The project's collection (collections/ansible_collections/kafkalab/common) is shared Python for the
-	# roles' plugins, the controller tools and the tests: put it on the venv's path.
+	# The repository is the collection kafkalab.kafka (collections/ansible_collections/kafkalab/kafka links to
+	# it): its plugins' Python is shared by the controller tools and the tests, so put it on the venv's path.
 	echo "$(CURDIR)/collections" > $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/kafkalab-collections.pth
 	touch $@
 
@@ -61,6 +63,13 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 	@# Metrics: the JMX exporter agent for every Kafka and ZooKeeper JVM, kafka-python for the consumer-lag exporter.
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/jmx-exporter-$(JMX_EXPORTER_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/lag-exporter.txt --out .cache/artifacts/lag-exporter-wheels
+
+collection: venv  ## the collection kafkalab.kafka: its tarball (ansible-galaxy collection build) in .cache/collection, installed into the empty collections path .cache/collection/installed
+	$(BIN)/python -m kafkalab.collection build --out .cache/collection
+	$(BIN)/python -m kafkalab.collection install --tarball .cache/collection/kafkalab-kafka-$(COLLECTION_VERSION).tar.gz --path .cache/collection/installed
+
+sanity: collection  ## ansible-test sanity on the installed tarball (tests/sanity/ignore-2.19.txt says why each ignored check is)
+	$(BIN)/python -m kafkalab.collection sanity --tarball .cache/collection/kafkalab-kafka-$(COLLECTION_VERSION).tar.gz
 
 engine: venv  ## a running Docker engine (installs docker.io if needed)
 	$(BIN)/python -m kafkalab.lab engine
@@ -130,8 +139,8 @@ lab-destroy: venv  ## remove the lab hosts and network (keeps the image and arti
 lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint
-	$(BIN)/ruff check src tests roles spark collections
-	$(BIN)/ruff format --check src tests roles spark collections
+	$(BIN)/ruff check src tests roles spark plugins
+	$(BIN)/ruff format --check src tests roles spark plugins
 	$(BIN)/mypy
 
 # The unit tests in two halves of about the same CPU time: the files whose tests run ansible-playbook against
@@ -156,11 +165,11 @@ MOLECULE_RELEASES := $(sort $(LAB_RELEASE) $(foreach scenario,$(MOLECULE_SCENARI
 molecule: $(addprefix molecule-,$(MOLECULE_SCENARIOS))  ## molecule scenarios: default (KRaft), zookeeper (3.9 + ensemble), spark (job on a Spark node)
 
 # make test prepares the artifacts and the images once, as steps of their own, then sets MOLECULE_PREPARED.
-molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## one molecule scenario, e.g. make molecule-zookeeper
+molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## one molecule scenario, e.g. make molecule-zookeeper
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts images)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about an hour): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about an hour): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	export KAFKALAB_JOURNEY=full; m='$(BIN)/molecule'; \
 	$$m destroy -s zookeeper && $$m syntax -s zookeeper && $$m create -s zookeeper && $$m converge -s zookeeper \
@@ -172,8 +181,8 @@ journey-default journey-spark: export KAFKALAB_JOURNEY = full
 journey-default: molecule-default  ## molecule default with upgrade.yml --check --diff, the controller-quorum changes, a run-time config and a certificate rotation (KAFKALAB_JOURNEY=full, ~40 min): the plan changes nothing; refused inventory edits, add_controller.yml 3 -> 4 voters and remove_controller.yml 4 -> 3, no restart for the config, the rotation refused at min ISR then finished, under load
 journey-spark: molecule-spark  ## molecule spark with the brokers and the job under change (KAFKALAB_JOURNEY=full, ~50 min): the instances restarted one at a time, the failover cases on the one Kafka machine, a broker added, drained and removed and a replaced disk refilled under load, a lost worker host, a job upgrade, refused and new checkpoints
 
-test: venv  ## everything CI runs (lint, unit, each molecule scenario), ending with a table of each step's wall time
-	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit-playbooks+unit-rest+lint+images $(addprefix molecule-,$(MOLECULE_SCENARIOS))
+test: venv  ## everything CI runs (lint, unit, ansible-test sanity, each molecule scenario), ending with a table of each step's wall time
+	MOLECULE_PREPARED=1 $(BIN)/python -m kafkalab.steps artifacts unit-playbooks+unit-rest+lint+images+sanity $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 
 clean: lab-destroy  ## the lab and the caches (artifacts, image tarball, facts)
 	rm -rf .cache

@@ -1,17 +1,19 @@
 """The inventory the cluster suites (tests/cluster, tests/spark_cluster) run against, and its hosts.
 
 molecule sets MOLECULE_INVENTORY_FILE, the lab and `make verify` set KAFKALAB_INVENTORY. An empty
-group is an error, never a silently skipped test. tests/conftest.py puts this folder on sys.path.
+group is an error, never a silently skipped test. pyproject.toml's pytest pythonpath puts this folder on sys.path.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -72,6 +74,18 @@ def node(name: str) -> Any:
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def host_script(role: str, name: str) -> ModuleType:
+    """A script a role installs on its hosts (roles/<role>/files/<name>), imported for its pure functions.
+
+    The hosts run the same file, so the suites read servers the way the role's checks do."""
+    path = ROOT / "roles" / role / "files" / name
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @cache
 def disposable_cluster() -> bool:
     """Under molecule, or an inventory that declares its cluster disposable (the lab)."""
@@ -112,7 +126,6 @@ def run_playbook(playbook: str, args: Sequence[str] = (), timeout: float = 900) 
     env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(ROOT / "roles"),
         # molecule forces colour for its own runs; these outputs are parsed, so no escape codes.
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",

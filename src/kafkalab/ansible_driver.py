@@ -26,7 +26,7 @@ _ANSIBLE_CFG = Path(__file__).resolve().parents[2] / "ansible.cfg"
 _JSON_CALLBACK_ENV = {
     "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
     # preload_jinja (ansible.cfg) prints nothing; it keeps timed runs (make bench) as fast as an operator's.
-    "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json,kafkalab.common.preload_jinja",
+    "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.json,kafkalab.kafka.preload_jinja",
     "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
     "ANSIBLE_JSON_INDENT": "0",
     "ANSIBLE_NOCOLOR": "1",

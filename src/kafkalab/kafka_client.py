@@ -58,7 +58,7 @@ def read_properties(text: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep:
-            key, _, value = line.partition(":")
+            key, _colon, value = line.partition(":")
         props[key.strip()] = value.strip()
     return props
 

@@ -204,7 +204,8 @@ def serve(collector: Collector, listen: str, port: int) -> ThreadingHTTPServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkalab.lag_exporter", description=__doc__.split("\n\n")[0])
+    summary = __doc__.split("\n\n", maxsplit=1)[0]
+    parser = argparse.ArgumentParser(prog="python -m kafkalab.lag_exporter", description=summary)
     parser.add_argument("--bootstrap", required=True, help="the brokers, host:port,...")
     parser.add_argument("--listen", default="0.0.0.0", help="address to serve /metrics on")
     parser.add_argument("--port", type=int, default=9308)

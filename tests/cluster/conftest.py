@@ -18,26 +18,13 @@ they are skipped, and the skip says why.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import pytest
-
-from kafkalab import kafka_client
-
-# zk4lw (the four-letter words client the zookeeper role installs) is imported by test_zookeeper.py;
-# inventory_hosts (shared with tests/spark_cluster) sits one folder up. tests/conftest.py adds both
-# too; this suite also runs from molecule scenario folders, so it does not count on that.
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "roles", "zookeeper", "files"))
-sys.path.insert(0, os.path.join(HERE, ".."))
-# The project's collection (the one properties parser); the venv has it on its path too.
-sys.path.insert(0, os.path.join(HERE, "..", "..", "collections"))
-
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties  # noqa: E402
-from inventory_hosts import (  # noqa: E402
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
+from inventory_hosts import (
     CHANGES_CLUSTER,
     ca_dir,
     deselect,
@@ -47,6 +34,8 @@ from inventory_hosts import (  # noqa: E402
     runner,
     skip_unless_disposable,
 )
+
+from kafkalab import kafka_client
 
 
 def read_properties(host: Any, path: str) -> dict[str, str]:
@@ -93,7 +82,7 @@ def covering_mount(mountinfo: str, path: str) -> tuple[str, set[str]]:
 
 
 def assert_sandboxed(host: Any, unit: str, writes: list[str]) -> None:
-    """The unit's running process is in the sandbox the kernel enforces (kafkalab.common.systemd_sandbox).
+    """The unit's running process is in the sandbox the kernel enforces (kafkalab.kafka.systemd_sandbox).
 
     Read from the live process in /proc, not from the unit file: it can gain no privilege and holds no
     capability; its umask keeps what it creates from other users; in its mount namespace (its mountinfo) each of

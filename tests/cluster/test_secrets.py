@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import ROOT, ca_dir, group, inventory_listing, node, one_per_machine, runner
 
 from kafkalab.ansible_driver import group_hosts

@@ -15,7 +15,6 @@ import uuid
 from typing import Any
 
 import pytest
-import zk4lw
 from conftest import (
     assert_java_service_runs,
     assert_sandboxed,
@@ -24,7 +23,9 @@ from conftest import (
     process_environment,
     read_properties,
 )
-from inventory_hosts import group, inventory_path, node, runner
+from inventory_hosts import group, host_script, inventory_path, node, runner
+
+zk4lw = host_script("zookeeper", "zk4lw.py")
 
 pytestmark = pytest.mark.zookeeper
 

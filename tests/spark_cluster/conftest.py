@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import CHANGES_CLUSTER, ca_dir, deselect, group, node, skip_unless_disposable
 
 from kafkalab import kafka_client

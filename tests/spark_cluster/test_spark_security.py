@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import group, node
 
 from .conftest import REALTIME_SERVICE, SERVICE, SUBMIT_CONFS, VENV_PYTHON, SparkNode

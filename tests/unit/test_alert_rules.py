@@ -68,8 +68,11 @@ SPARK = {
 
 
 def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_it(tmp_path: Path) -> None:
-    from kafka_cluster import kafka_cluster_model
-    from prometheus_model import prometheus_model, prometheus_scrape_configs
+    from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+    from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import (
+        prometheus_model,
+        prometheus_scrape_configs,
+    )
     from test_preflight_refusals import KAFKA
 
     hostvars = {f"kafka{i}": {"ansible_host": f"192.0.2.1{i}", "kafka_node_id": i} for i in (1, 2, 3)}
@@ -121,7 +124,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
     assert spark_opened[("spark job metrics", 9311)] == (["spark1"], ["mon1"], ["monitoring"])
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters["prometheus_scrape_configs"] = prometheus_scrape_configs
+    env.filters["kafkalab.kafka.prometheus_scrape_configs"] = prometheus_scrape_configs
     env.filters["to_nice_yaml"] = lambda data, indent=2: yaml.safe_dump(data, indent=indent, sort_keys=False)
     text = env.from_string((ROLE / "templates" / "prometheus.yml.j2").read_text()).render(
         **defaults,

@@ -1,10 +1,10 @@
 """What the project does to make Ansible's per-task cost smaller, run through real ansible-playbook runs.
 
-- kafkalab.common.preload_jinja (ansible.cfg): the filter plugins are loaded in ansible-playbook before a task's
+- kafkalab.kafka.preload_jinja (ansible.cfg): the filter plugins are loaded in ansible-playbook before a task's
   workers fork, so the workers inherit them instead of importing every plugin file again. A role's filter
   plugin that records the pid of each process importing it shows that, and that a role included at run time
   (whose filter_plugins join the search path then) still has its filters.
-- kafkalab.common.node_files: several files of a node read in one call (the host preflights), read only.
+- kafkalab.kafka.node_files: several files of a node read in one call (the host preflights), read only.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _run(tmp: Path, callbacks: str) -> tuple[list[str], str]:
 
 
 def test_workers_inherit_the_filters_loaded_before_they_fork(tmp_path: Path) -> None:
-    pids, out = _run(tmp_path, "kafkalab.common.preload_jinja")
+    pids, out = _run(tmp_path, "kafkalab.kafka.preload_jinja")
     # Loaded by ansible-playbook itself, once when the role's directory joined the search path; no worker
     # imported the file again.
     assert len(set(pids)) == 1, pids
@@ -90,12 +90,64 @@ def test_without_it_every_worker_imports_the_filters_again(tmp_path: Path) -> No
     assert "A!" in out and "C!" in out
 
 
+COLLECTION_PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: A collection's filter, by its fully qualified name
+      ansible.builtin.set_fact:
+        said: "{{ 'once' | testns.loud.shout }}"
+    - name: The same filter in a loop
+      ansible.builtin.debug:
+        msg: "{{ item | testns.loud.shout }}"
+      loop: [a, b, c]
+"""
+
+
+def _run_collection(tmp: Path, preload: str) -> tuple[list[str], str]:
+    log = tmp / "imports.log"
+    plugins = tmp / "collections" / "ansible_collections" / "testns" / "loud" / "plugins" / "filter"
+    plugins.mkdir(parents=True)
+    (plugins / "loud.py").write_text(FILTER.format(log=str(log)))
+    playbook = tmp / "play.yml"
+    playbook.write_text(COLLECTION_PLAYBOOK)
+    run = run_playbook(
+        playbook,
+        "localhost,",
+        cwd=tmp,
+        args=LOCAL,
+        env={
+            "ANSIBLE_CALLBACKS_ENABLED": "kafkalab.kafka.preload_jinja",
+            # This collection first, then the project's (where the callback lives).
+            "ANSIBLE_COLLECTIONS_PATH": f"{tmp / 'collections'}:{ROOT / 'collections'}",
+            "KAFKALAB_PRELOAD_COLLECTIONS": preload,
+            "ANSIBLE_NOCOLOR": "1",
+        },
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return log.read_text().split(), run.stdout
+
+
+def test_workers_inherit_a_collections_filters_loaded_before_they_fork(tmp_path: Path) -> None:
+    pids, out = _run_collection(tmp_path, "testns.loud")
+    assert len(set(pids)) == 1, pids
+    assert "A!" in out and "C!" in out
+
+
+def test_a_collection_not_named_is_imported_by_every_worker(tmp_path: Path) -> None:
+    # The control: the callback on, but the collection not among those it loads.
+    pids, out = _run_collection(tmp_path, "kafkalab.kafka")
+    assert len(set(pids)) >= 2, pids
+    assert "A!" in out and "C!" in out
+
+
 NODE_FILES = """
 - hosts: localhost
   gather_facts: false
   tasks:
     - name: Look at the files
-      kafkalab.common.node_files:
+      kafkalab.kafka.node_files:
         exists: [{present}, {missing}, {directory}]
         read: [{present}, {missing}, {binary}, {big}]
         max_bytes: 64

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from firewall_plan import (
+from ansible_collections.kafkalab.kafka.plugins.filter.firewall_plan import (
     address_in_networks,
     firewall_plan,
     normalise_network,
@@ -77,7 +77,6 @@ def plan_for(tmp: Path, inv: Path) -> tuple[PlaybookRun, dict[str, Any] | None]:
         PLAYBOOK,
         inv,
         extra_vars={"render_out": str(out)},
-        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles")},
         cwd=ROOT,
         timeout=300,
     )

@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.inventory import machine_firsts
-from firewall_plan import firewall_plan
-from kafka_cluster import kafka_cluster_model
-from kafka_outputs import kafka_firewall_services, kafka_server_properties
+from ansible_collections.kafkalab.kafka.plugins.filter.firewall_plan import firewall_plan
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import (
+    kafka_firewall_services,
+    kafka_server_properties,
+)
+from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import machine_firsts
 from test_kafka_cluster_model import SETTINGS as ONE_HOST_PER_NODE
 
 # The cluster-wide settings of the model tests, with the classroom's controller port and ZooKeeper's ports.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_cluster import kafka_cluster_model
-from kafka_outputs import kafka_server_properties, to_properties
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import kafka_server_properties, to_properties
 
 SETTINGS: dict[str, Any] = {
     "version": "4.3.1",

@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.filter.scram import kafka_scram_login
-from kafka_access_plan import describe, password_mark, plan_acls, plan_users
-from kafka_cluster import kafka_cluster_model
-from kafka_sasl import (
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_sasl import (
     kafka_admin_endpoint,
     kafka_broker_password_changes,
     kafka_sasl_client_properties,
@@ -18,7 +16,14 @@ from kafka_sasl import (
     kafka_sasl_settings,
     kafka_scram_format_args,
 )
-from kafka_tls import kafka_tool_client_files
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_tool_client_files
+from ansible_collections.kafkalab.kafka.plugins.filter.scram import kafka_scram_login
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import (
+    describe,
+    password_mark,
+    plan_acls,
+    plan_users,
+)
 from test_kafka_tls import BROKERS, CONTROLLERS, HOSTS, SETTINGS
 
 from kafkalab import kafka_client
@@ -159,7 +164,7 @@ def test_the_admin_tools_log_in_as_the_admin_on_a_sasl_listener_only() -> None:
 
 
 def test_any_users_login_is_the_one_the_python_clients_read_back() -> None:
-    """kafkalab.common.kafka_scram_login (the lag exporter's and the Spark job's login) writes what
+    """kafkalab.kafka.kafka_scram_login (the lag exporter's and the Spark job's login) writes what
     kafkalab.kafka_client reads: the same user and password; an undeclared user gets an empty password, which
     the roles' preflights refuse before anything is written."""
     login = kafka_scram_login(USERS, "alice")

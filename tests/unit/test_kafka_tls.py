@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.filter.machines import inventory_folder
-from ansible_collections.kafkalab.common.plugins.filter.tls import san_entry
-from kafka_cluster import kafka_cluster_model
-from kafka_outputs import kafka_server_properties, to_properties
-from kafka_tls import (
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import kafka_server_properties, to_properties
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import (
     kafka_tls_client_properties,
     kafka_tls_expiry_metric,
     kafka_tls_problems,
     kafka_tls_server_properties,
 )
+from ansible_collections.kafkalab.kafka.plugins.filter.machines import inventory_folder
+from ansible_collections.kafkalab.kafka.plugins.filter.tls import san_entry
 from test_kafka_cluster_model import SETTINGS as PLAINTEXT_SETTINGS
 
 TLS_DIR = "/etc/kafka/tls"
@@ -255,8 +255,8 @@ def test_the_ca_and_secrets_live_beside_the_first_inventory_source(tmp_path: Pat
 
 
 def test_the_zookeeper_ensembles_ca_is_checked_by_the_same_rule() -> None:
-    """roles/zookeeper's preflight: kafkalab.common.pki_trust_problems over each TLS server's ca.pem."""
-    from ansible_collections.kafkalab.common.plugins.filter.tls import pki_trust_problems
+    """roles/zookeeper's preflight: kafkalab.kafka.pki_trust_problems over each TLS server's ca.pem."""
+    from ansible_collections.kafkalab.kafka.plugins.filter.tls import pki_trust_problems
 
     assert pki_trust_problems({"zk1": CA, "zk2": ""}, CA, "/inv/.pki", "zookeeper_tls_ca_dir") == []
     lost = pki_trust_problems({"zk1": CA, "zk2": CA}, "", "/inv/.pki", "zookeeper_tls_ca_dir")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_topics_plan import check, describe, has_changes, plan
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_topics_plan import check, describe, has_changes, plan
 
 T3 = {"name": "topic_3", "partitions": 2, "replication_factor": 3, "configs": {"min.insync.replicas": 2}}
 

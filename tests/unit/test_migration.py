@@ -6,11 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import kafka_stage
-from kafka_cluster import MIGRATION_PHASES, kafka_cluster_model
-from kafka_health import MIGRATION_ORDER, migration_state, parse_zookeeper_json
-from kafka_outputs import kafka_firewall_services, kafka_server_properties, to_properties
-from kafka_tls import kafka_zookeeper_client_properties
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import MIGRATION_PHASES, kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import (
+    kafka_firewall_services,
+    kafka_server_properties,
+    to_properties,
+)
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_zookeeper_client_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
+    MIGRATION_ORDER,
+    migration_state,
+    parse_zookeeper_json,
+)
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import kafka_stage
 from test_kafka_cluster_model import SETTINGS as KRAFT_SETTINGS
 
 BROKERS = ["k1", "k2", "k3"]

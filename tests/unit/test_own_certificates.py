@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.pki import own_certificate_problems, trust_bundle
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_own_tls_problems
+from ansible_collections.kafkalab.kafka.plugins.module_utils.pki import own_certificate_problems, trust_bundle
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from kafka_tls import kafka_own_tls_problems
 
 NOW = datetime.datetime.now(datetime.UTC)
 DAY = datetime.timedelta(days=1)
@@ -173,7 +173,7 @@ def test_the_clients_trust_the_operators_ca_from_trust_pem(tmp_path: Path, pki: 
 def test_a_running_cluster_is_not_moved_to_another_operator_ca_in_one_roll(pki: Pki, tmp_path: Path) -> None:
     """Preflight's lost-CA rule with kafka_tls_own_ca: a node that trusts none of the CAs the file lists is refused,
     with the three-run way to change CA; a file listing the old and the new CA passes."""
-    from kafka_tls import kafka_tls_problems
+    from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_tls_problems
 
     old = (pki.folder / "ca.pem").read_text()
     (tmp_path / "other").mkdir()

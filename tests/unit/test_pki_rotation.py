@@ -11,9 +11,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.lookup.pki_trust import LookupModule
-from ansible_collections.kafkalab.common.plugins.module_utils import pki
-from ansible_collections.kafkalab.common.plugins.modules.pki_ca_rotation import _not_ready
+from ansible_collections.kafkalab.kafka.plugins.lookup.pki_trust import LookupModule
+from ansible_collections.kafkalab.kafka.plugins.module_utils import pki
+from ansible_collections.kafkalab.kafka.plugins.modules.pki_ca_rotation import _not_ready
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec

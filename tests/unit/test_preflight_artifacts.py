@@ -144,10 +144,10 @@ def test_download_verified_against_the_published_sha512(
 
 
 def test_the_sha512_lookup_hashes_files_and_gives_nothing_for_what_is_no_file(tmp_path: Path) -> None:
-    """kafkalab.common.sha512, which every artifact check of the preflight (Kafka, ZooKeeper, the JMX agent, the
+    """kafkalab.kafka.sha512, which every artifact check of the preflight (Kafka, ZooKeeper, the JMX agent, the
     wheels and jars) compares with the pinned sha512: a file's sha512 in full, and '' (which no pin equals) for a
     missing path or a directory."""
-    from ansible_collections.kafkalab.common.plugins.lookup.sha512 import LookupModule
+    from ansible_collections.kafkalab.kafka.plugins.lookup.sha512 import LookupModule
 
     data = os.urandom(3 * (1 << 20) + 17)  # more than one read block
     (tmp_path / "a.jar").write_bytes(data)

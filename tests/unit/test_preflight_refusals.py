@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.kafkalab.common.plugins.module_utils.variables import (
+from ansible_collections.kafkalab.kafka.plugins.filter.firewall_plan import firewall_plan
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import prometheus_model
+from ansible_collections.kafkalab.kafka.plugins.filter.spark_consumer_sizing import spark_consumer_sizing
+from ansible_collections.kafkalab.kafka.plugins.filter.spark_model import spark_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.zookeeper_ensemble import zookeeper_ensemble_model
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_topics_plan import check as topics_check
+from ansible_collections.kafkalab.kafka.plugins.plugin_utils.variables import (
     spread_problems,
     type_problems,
     unknown_problems,
 )
-from firewall_plan import firewall_plan
-from kafka_cluster import kafka_cluster_model
-from kafka_topics_plan import check as topics_check
-from prometheus_model import prometheus_model
-from spark_consumer_sizing import spark_consumer_sizing
-from spark_model import spark_cluster_model
-from zookeeper_ensemble import zookeeper_ensemble_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = {

@@ -6,15 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_cluster import kafka_cluster_model
-from kafka_health import parse_quorum_status, parse_replication, parse_voters
-from kafka_quorum_checks import (
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_quorum_checks import (
     kafka_directory_id,
     kafka_initial_controllers,
     kafka_quorum_change_problems,
     kafka_quorum_kind,
     kafka_quorum_problems,
     kafka_quorum_witness,
+)
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
+    parse_quorum_status,
+    parse_replication,
+    parse_voters,
 )
 from test_kafka_cluster_model import SETTINGS
 

@@ -7,15 +7,15 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from kafka_broker_checks import (
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_broker_checks import (
     kafka_bootstrap_without,
     kafka_decommission_problems,
     kafka_replicas_witness,
     kafka_stranded_replicas,
     kafka_unknown_brokers,
 )
-from kafka_health import Partition, parse_racks, parse_topics
-from kafka_reassign_plan import (
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import Partition, parse_racks, parse_topics
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_reassign_plan import (
     PlanError,
     bytes_to_copy,
     counts,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.kafkalab.common.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 
 from kafkalab.ansible_driver import PlaybookRun, run_playbook
 
@@ -52,7 +52,7 @@ def run_render(tmp: Path, inventory: Path) -> PlaybookRun:
         PLAYBOOK,
         inventory,
         extra_vars={"render_out": str(out)},
-        env={"ANSIBLE_ROLES_PATH": str(ROOT / "roles"), "ANSIBLE_FACT_CACHING": "memory"},
+        env={"ANSIBLE_FACT_CACHING": "memory"},
         cwd=ROOT,
         timeout=300,
     )

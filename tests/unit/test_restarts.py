@@ -3,20 +3,22 @@ and which properties are applied at run time. Pure logic, no cluster (the molecu
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.common.plugins.module_utils.restart_state import (
-    REQUESTED,
-    differences,
-    file_digest,
-    load_json,
-    pending_reasons,
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_restarts import (
+    kafka_dynamic_properties,
+    kafka_features_to_raise,
+    kafka_finalized_features,
+    kafka_release_lowers_metadata,
+    kafka_restart_order,
+    metadata_version_key,
 )
-from kafka_dynamic_configs import parse_describe, plan
-from kafka_health import (
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
     Voter,
     broker_problems,
     lost_partitions,
@@ -28,14 +30,15 @@ from kafka_health import (
     partition_problems,
     quorum_problems,
 )
-from kafka_restarts import (
-    kafka_dynamic_properties,
-    kafka_features_to_raise,
-    kafka_finalized_features,
-    kafka_release_lowers_metadata,
-    kafka_restart_order,
-    metadata_version_key,
+from ansible_collections.kafkalab.kafka.plugins.module_utils.restart_state import (
+    REQUESTED,
+    differences,
+    file_digest,
+    load_json,
+    pending_reasons,
 )
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_dynamic_configs import parse_describe, plan
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import look as gate_look
 
 TOPICS = (
     "Topic: load\tTopicId: 8Yq2\tPartitionCount: 2\tReplicationFactor: 3\t"
@@ -326,18 +329,6 @@ def test_a_release_older_than_the_finalized_metadata_version_is_refused() -> Non
     assert metadata_version_key("3.3-IV3") < metadata_version_key("4.0-IV0") < metadata_version_key("4.0-IV3")
 
 
-def _gate_look() -> Any:
-    """kafka_gate's look(), imported the way Ansible ships it (its module_utils as ansible.module_utils.*)."""
-    import sys
-
-    import kafka_health
-
-    sys.modules.setdefault("ansible.module_utils.kafka_health", kafka_health)
-    import kafka_gate
-
-    return kafka_gate.look
-
-
 def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Path) -> None:
     healthy = (
         "Topic: load\tTopicId: 8Yq2\tPartitionCount: 1\tReplicationFactor: 3\tConfigs: min.insync.replicas=2\n"
@@ -367,13 +358,25 @@ def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Pat
         "unprotected_topics": [],
         "formatted": False,
     }
-    health = _gate_look()(SimpleNamespace(params=params))
+    spans: list[tuple[float, float]] = []
+
+    def run_command(argv: list[str]) -> tuple[int, str, str]:
+        """AnsibleModule.run_command's contract: (rc, stdout, stderr) as text."""
+        start = time.monotonic()
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        spans.append((start, time.monotonic()))
+        return done.returncode, done.stdout, done.stderr
+
+    health = gate_look(SimpleNamespace(params=params, run_command=run_command))
     assert health.leader_id == 1
     assert health.problems == [
         "kafka-broker-api-versions --bootstrap-server k1:9092 failed (exit 1): "
         "Connection to node -1 could not be established"
     ]
     assert health.lost == []
+    # The look's tools ran side by side (each a JVM on a node): every one started before any finished.
+    assert len(spans) == len(tools)
+    assert max(start for start, _end in spans) < min(end for _start, end in spans)
 
 
 def test_a_partition_whose_only_replica_was_on_the_replaced_disk_is_lost_not_waited_for() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,37 @@ def test_argument_specs_match_defaults(role: Path) -> None:
         assert options[name].get("default") == value, name
         assert options[name].get("description"), name
         assert name == role.name or name.startswith(role.name + "_"), f"{name} lacks the role prefix"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS_FROM = re.compile(r"name: (?:kafkalab\.kafka\.)?([a-z_]+)\s*\n\s*tasks_from: ([a-z_]+)(?:\.yml)?")
+
+
+def _entry_points_called() -> set[tuple[str, str]]:
+    called = set()
+    for path in ROOT.glob("**/*.yml"):
+        if any(part in {".venv", ".cache", "collections"} for part in path.relative_to(ROOT).parts):
+            continue
+        called |= set(TASKS_FROM.findall(path.read_text()))
+    return called
+
+
+def test_every_entry_point_any_playbook_or_role_calls_is_declared_in_its_argument_specs() -> None:
+    called = _entry_points_called()
+    assert ("kafka", "preflight") in called  # the pattern still finds the calls
+    declared = {
+        spec.parent.parent.name: yaml.safe_load(spec.read_text())["argument_specs"]
+        for spec in (ROOT / "roles").glob("*/meta/argument_specs.yml")
+    }
+    undeclared = sorted(f"{role}: {entry}" for role, entry in called if entry not in declared[role])
+    assert undeclared == [], "declare these entry points (tasks_from) in the role's meta/argument_specs.yml"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_an_entry_points_variables_are_the_roles_own_with_mains_specs(role: Path) -> None:
+    specs = yaml.safe_load((role / "meta/argument_specs.yml").read_text())["argument_specs"]
+    main = specs["main"]["options"]
+    for entry, spec in specs.items():
+        for name, option in (spec.get("options") or {}).items():
+            if entry != "main" and name in main:
+                assert option == main[name], f"{entry}: {name} differs from main's spec"

@@ -1,5 +1,5 @@
 """A job build or settings that the consumer job's checkpoints cannot serve is found before any host changes
-(roles/spark_consumer/filter_plugins/spark_consumer_checkpoint.py)."""
+(plugins/filter/spark_consumer_checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from spark_consumer_checkpoint import checkpoint_changes, checkpoint_format_of, wheel_checkpoint_format
+from ansible_collections.kafkalab.kafka.plugins.filter.spark_consumer_checkpoint import (
+    checkpoint_changes,
+    checkpoint_format_of,
+    wheel_checkpoint_format,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = {"format": 1, "topics": ["events", "clicks"], "window_duration": "1 minute", "build": "a.whl"}

@@ -1,12 +1,12 @@
 """The consumer job's executors are sized from the workers the inventory declares, and a cluster that cannot
-hold them is refused before any host changes (roles/spark_consumer/filter_plugins/spark_consumer_sizing.py)."""
+hold them is refused before any host changes (plugins/filter/spark_consumer_sizing.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from spark_consumer_sizing import spark_consumer_sizing
-from spark_model import memory_mb, worker_resources
+from ansible_collections.kafkalab.kafka.plugins.filter.spark_consumer_sizing import spark_consumer_sizing
+from ansible_collections.kafkalab.kafka.plugins.filter.spark_model import memory_mb, worker_resources
 
 REALTIME = {"input_partitions": 6, "realtime": True, "realtime_mode": "realtime"}
 

@@ -1,10 +1,10 @@
-"""The sandbox every service unit of this project gets (kafkalab.common.systemd_sandbox)."""
+"""The sandbox every service unit of this project gets (kafkalab.kafka.systemd_sandbox)."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from ansible_collections.kafkalab.common.plugins.filter.systemd import systemd_sandbox
+from ansible_collections.kafkalab.kafka.plugins.filter.systemd import systemd_sandbox
 
 
 def test_the_sandbox_lists_each_written_path_once_and_skips_missing_ones() -> None:

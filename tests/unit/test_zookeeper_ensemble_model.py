@@ -5,9 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import zk4lw
-from kafka_cluster import kafka_cluster_model
-from zookeeper_ensemble import zookeeper_cfg_text, zookeeper_config, zookeeper_ensemble_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.zookeeper_ensemble import (
+    zookeeper_cfg_text,
+    zookeeper_config,
+    zookeeper_ensemble_model,
+)
+from inventory_hosts import host_script
+
+zk4lw = host_script("zookeeper", "zk4lw.py")
 
 SETTINGS: dict[str, Any] = {
     "group": "zookeeper",

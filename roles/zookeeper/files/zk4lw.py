@@ -78,7 +78,7 @@ def ensemble_health(modes: Mapping[str, str]) -> dict[str, object]:
 
 
 def split_address(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
+    host, _colon, port = value.rpartition(":")
     return host.strip("[]"), int(port)
 
 

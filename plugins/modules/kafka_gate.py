@@ -1,0 +1,265 @@
+#!/usr/bin/python
+"""Ansible module: the health gate before stopping and after starting one Kafka node."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: kafka_gate
+short_description: Wait until one Kafka node may stop, or is back, as the cluster's own tools report it
+author:
+  - kafkalab maintainers (@kafkalab)
+description:
+  - >-
+    Runs on a Kafka node with the installed command-line tools and looks at the whole cluster, retrying
+    until every condition holds or I(timeout) runs out; then it fails with what still does not hold.
+  - >-
+    C(phase=before) (the node is about to stop) - no partition is offline, under-replicated or under
+    min ISR, and none the node is in sync for would drop below its min.insync.replicas without it (named);
+    every broker is registered (and unfenced in KRaft mode); for a controller, the quorum has a leader,
+    the node is caught up with it, and the other caught-up voters are a majority.
+  - >-
+    C(phase=after) (the node was started) - the same, minus the "without it" rules, so the node is
+    registered and unfenced, its replicas are back in sync, and, for a controller, it has caught up.
+  - Read-only; runs in check mode too.
+extends_documentation_fragment:
+  - kafkalab.kafka.kafka_tools
+options:
+  phase:
+    description: "before or after."
+    type: str
+    choices: [before, after]
+    required: true
+  node_id:
+    description: "The node's node.id (broker.id in ZooKeeper mode)."
+    type: int
+    required: true
+  roles:
+    description: "The node's roles (broker, controller)."
+    type: list
+    elements: str
+    required: true
+  mode:
+    description: "kraft or zookeeper."
+    type: str
+    choices: [kraft, zookeeper]
+    required: true
+  bootstrap_servers:
+    description: "The brokers' bootstrap list."
+    type: str
+    required: true
+  bootstrap_controller:
+    description: "The controllers' bootstrap list (KRaft)."
+    type: str
+    default: ""
+  zookeeper_connect:
+    description: "The ZooKeeper connect string (ZooKeeper mode)."
+    type: str
+    default: ""
+  brokers:
+    description: "Every broker id the cluster must have registered."
+    type: list
+    elements: int
+    required: true
+  default_min_insync_replicas:
+    description: "The brokers' min.insync.replicas."
+    type: int
+    required: true
+  controller_lag_max:
+    description: Records a controller may trail the leader and count as caught up.
+    type: int
+    default: 1000
+  timeout:
+    description: "Seconds to keep looking."
+    type: int
+    default: 300
+  unprotected_topics:
+    description: Topics whose partitions a stop may take offline or below min ISR (declared by the operator).
+    type: list
+    elements: str
+    default: []
+  formatted:
+    description:
+      - >-
+        The node came back with an empty log dir (a replaced disk, formatted by this run). An offline partition
+        whose only replicas were on it cannot refill by replication: the gate fails at once, naming it and the
+        explicit ways back, instead of waiting out I(timeout).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Wait until this broker may stop
+  kafkalab.kafka.kafka_gate:
+    phase: before
+    node_id: 1
+    roles: [broker, controller]
+    mode: kraft
+    bootstrap_servers: kafka1:9092,kafka2:9092,kafka3:9092
+    bootstrap_controller: kafka1:9093,kafka2:9093,kafka3:9093
+    brokers: [1, 2, 3]
+    default_min_insync_replicas: 2
+"""
+
+RETURN = r"""
+leader_id:
+  description: The active controller (KRaft quorum leader, or the ZooKeeper-mode controller broker).
+  returned: always
+  type: int
+waited:
+  description: Seconds spent until the gate held.
+  returned: always
+  type: float
+"""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
+    Health,
+    broker_problems,
+    lost_partitions,
+    parse_brokers,
+    parse_topics,
+    parse_voters,
+    parse_zookeeper_controller,
+    parse_zookeeper_ids,
+    partition_problems,
+    quorum_problems,
+)
+
+
+def _tools(module: AnsibleModule, calls: list[tuple[str, ...]]) -> list[tuple[str | None, str]]:
+    """Run the tools of one look side by side (each starts a JVM: seconds apart, they add up on every
+    restart); per call (stdout, "") or (None, why it failed)."""
+
+    def one(call: tuple[str, ...]) -> tuple[str | None, str]:
+        name, *args = call
+        rc, out, err = module.run_command([f"{module.params['bin_dir']}/{name}", *args])
+        if rc != 0:
+            tail = (err or out).strip()[-300:]
+            return None, f"{name} {' '.join(args[-2:])} failed (exit {rc}): {tail}"
+        return out, ""
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return list(pool.map(one, calls))
+
+
+def look(module: AnsibleModule) -> Health:
+    """One look at the cluster, as the gate of this phase sees it."""
+    p = module.params
+    health = Health()
+    stopping = p["phase"] == "before"
+    calls: dict[str, tuple[str, ...]] = {
+        "topics": ("kafka-topics", "--bootstrap-server", p["bootstrap_servers"], "--describe"),
+    }
+    if p["mode"] == "kraft":
+        calls["quorum"] = (
+            "kafka-metadata-quorum",
+            "--bootstrap-controller",
+            p["bootstrap_controller"],
+            "describe",
+            "--replication",
+        )
+        if "broker" in p["roles"] or not stopping:
+            calls["brokers"] = ("kafka-broker-api-versions", "--bootstrap-server", p["bootstrap_servers"])
+    else:
+        calls["ids"] = ("zookeeper-shell", p["zookeeper_connect"], "ls", "/brokers/ids")
+        calls["controller"] = ("zookeeper-shell", p["zookeeper_connect"], "get", "/controller")
+    got = dict(zip(calls, _tools(module, list(calls.values())), strict=True))
+    if "quorum" in got:
+        out, why = got["quorum"]
+        if out is None:
+            health.problems.append(why)
+        else:
+            voters = parse_voters(out)
+            health.leader_id = next((v.node_id for v in voters if v.status == "Leader"), None)
+            if "controller" in p["roles"]:
+                health.problems += quorum_problems(voters, p["node_id"], stopping, p["controller_lag_max"])
+            elif health.leader_id is None:
+                health.problems.append("the metadata quorum has no leader")
+    if "brokers" in got:
+        out, why = got["brokers"]
+        health.problems += [why] if out is None else broker_problems(parse_brokers(out), p["brokers"])
+    if "ids" in got:
+        out, why = got["ids"]
+        health.problems += [why] if out is None else broker_problems(parse_zookeeper_ids(out), p["brokers"])
+        out, why = got["controller"]
+        health.leader_id = parse_zookeeper_controller(out or "")
+        if health.leader_id is None:
+            health.problems.append("no active controller in ZooKeeper (/controller)" + (f": {why}" if why else ""))
+    out, why = got["topics"]
+    if out is None:
+        health.problems.append(why)
+    else:
+        node = p["node_id"] if stopping and "broker" in p["roles"] else None
+        partitions = parse_topics(out, p["default_min_insync_replicas"])
+        health.problems += partition_problems(partitions, node, p["unprotected_topics"])
+        if p["formatted"] and not stopping:
+            health.lost = lost_partitions(partitions, p["node_id"])
+    return health
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "phase": {"type": "str", "choices": ["before", "after"], "required": True},
+            "node_id": {"type": "int", "required": True},
+            "roles": {"type": "list", "elements": "str", "required": True},
+            "mode": {"type": "str", "choices": ["kraft", "zookeeper"], "required": True},
+            "bin_dir": {"type": "path", "default": "/usr/local/bin"},
+            "bootstrap_servers": {"type": "str", "required": True},
+            "bootstrap_controller": {"type": "str", "default": ""},
+            "zookeeper_connect": {"type": "str", "default": ""},
+            "brokers": {"type": "list", "elements": "int", "required": True},
+            "default_min_insync_replicas": {"type": "int", "required": True},
+            "controller_lag_max": {"type": "int", "default": 1000},
+            "timeout": {"type": "int", "default": 300},
+            "unprotected_topics": {"type": "list", "elements": "str", "default": []},
+            "formatted": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    started = time.monotonic()
+    deadline = started + module.params["timeout"]
+    while True:
+        health = look(module)
+        if health.ok or health.lost or time.monotonic() >= deadline:
+            break
+        time.sleep(3)
+    waited = round(time.monotonic() - started, 1)
+    result: dict[str, Any] = {
+        "changed": False,
+        "leader_id": health.leader_id,
+        "waited": waited,
+        "problems": health.problems,
+    }
+    if health.lost:
+        node, shown = module.params["node_id"], ", ".join(health.lost[:8])
+        more = f" and {len(health.lost) - 8} more" if len(health.lost) > 8 else ""
+        module.fail_json(
+            msg=(
+                f"node {node} came back with an empty log dir, and {len(health.lost)} partition(s) had their only "
+                f"replica on it: {shown}{more}. Their data went with the old disk, and Kafka keeps them offline "
+                "rather than make an empty replica their leader. To bring them back empty on purpose (consumers' "
+                "committed offsets past the new end become out of range): kafka-leader-election --bootstrap-server "
+                f"{module.params['bootstrap_servers']} --election-type UNCLEAN --topic <topic> --partition <n>, for "
+                "each; or delete and recreate the topic. Then run the playbook again: it waits for the rest of the "
+                "refill."
+            ),
+            **result,
+        )
+    if not health.ok:
+        what = "may not stop" if module.params["phase"] == "before" else "is not back in a healthy cluster"
+        module.fail_json(
+            msg=f"node {module.params['node_id']} {what} after {waited:.0f} s: "
+            + "; ".join(health.problems[:8])
+            + (f" (and {len(health.problems) - 8} more)" if len(health.problems) > 8 else ""),
+            **result,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
