@@ -8,6 +8,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -576,7 +577,35 @@ def test_the_low_latency_paths_latency_counts_the_first_copy_of_each_record() ->
     forwarded = [(0, 10, 100_250), (0, 10, 100_900), (1, 3, 101_100), (5, 5, 99_000)]
     pairs, missing, duplicated = spark_progress.realtime_latencies(sent, forwarded)
     assert pairs == [(100.0, 250.0), (101.0, 100.0)]
-    assert (missing, duplicated) == (1, 1)
+    assert (missing, duplicated) == ([(0, 11, 100.5)], 1)
+
+
+def test_the_forwarded_reader_stops_on_the_steady_positions_not_on_a_count_of_records(monkeypatch: Any) -> None:
+    """The output topic starts with the probes wait_forwarding sent: a reader that stopped once it had read as many
+    records as the steady stream holds would stop short and call the unread tail never forwarded (issue 53)."""
+    probes = [{"probe": True, "partition": 0, "offset": n} for n in range(5)]
+    steady = [{"partition": 1, "offset": n} for n in range(20)]
+
+    class Consumer:
+        def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+            self.records = [
+                SimpleNamespace(value=json.dumps(doc).encode(), timestamp=1_000 + i)
+                for i, doc in enumerate(probes + steady)
+            ]
+
+        def poll(self, timeout_ms: int) -> dict[str, list[Any]]:
+            batch, self.records = self.records[:4], self.records[4:]
+            return {"tp": batch} if batch else {}
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(spark_job, "KafkaConsumer", Consumer)
+    wanted = [(1, n) for n in range(20)]
+    found = spark_job.read_forwarded("k1:9092", "out", wanted, timeout_s=5)
+    assert sorted((p, o) for p, o, _ in found) == wanted
+    _pairs, missing, _duplicated = spark_progress.realtime_latencies([(p, o, 0.0) for p, o in wanted], found)
+    assert missing == []
 
 
 def test_latency_over_time_is_relative_sorted_and_thinned() -> None:

@@ -256,6 +256,11 @@ def render_table(doc: Mapping[str, Any]) -> str:
                     f"({realtime.get('never_forwarded')} never forwarded, {realtime.get('forwarded_more_than_once')} "
                     "more than once)"
                 )
+                for lost in (realtime.get("never_forwarded_records") or [])[:5]:
+                    out.append(
+                        f"    never forwarded: partition {lost['partition']} offset {lost['offset']}, produced at "
+                        f"{lost['produced_at']}"
+                    )
             out.append(
                 f"  raw kafka-python consumer, same topic: {num(raw.get('records_per_s'))} records/s "
                 f"({num(raw.get('records'))} records, {num(raw.get('mib_per_s'), 2)} MiB/s)"

@@ -14,7 +14,7 @@ import shlex
 import time
 import tomllib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -170,9 +170,16 @@ def wait_forwarding(bootstrap: str, source_topic: str, output_topic: str, timeou
     raise MeasurementError(f"the bench's low-latency path forwarded no probe record within {timeout_s:.0f} s")
 
 
-def read_forwarded(bootstrap: str, topic: str, wanted: int, timeout_s: float) -> list[tuple[int, int, int]]:
+def read_forwarded(
+    bootstrap: str, topic: str, wanted: Collection[tuple[int, int]], timeout_s: float
+) -> list[tuple[int, int, int]]:
     """(source partition, source offset, output timestamp ms) of every record in the low-latency path's output
-    topic, read from the beginning until `wanted` distinct positions arrived or the timeout passed."""
+    topic that forwards one of the `wanted` source positions, read from the beginning until each of them arrived
+    or the timeout passed.
+
+    The topic holds other records too (the probes wait_forwarding sent before the steady stream): stopping at a
+    count of records read would stop short and call the unread tail never forwarded, so the reader stops on the
+    positions themselves."""
     consumer = KafkaConsumer(
         topic,
         **kafka_client.settings(),
@@ -181,16 +188,19 @@ def read_forwarded(bootstrap: str, topic: str, wanted: int, timeout_s: float) ->
         enable_auto_commit=False,
         client_id="kafkalab-bench",
     )
+    wanted = set(wanted)
     out: list[tuple[int, int, int]] = []
     seen: set[tuple[int, int]] = set()
     deadline = time.monotonic() + timeout_s
     try:
-        while len(seen) < wanted and time.monotonic() < deadline:
+        while not wanted <= seen and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=1000).values():
                 for record in batch:
                     doc = json.loads(record.value)
-                    out.append((int(doc["partition"]), int(doc["offset"]), int(record.timestamp)))
-                    seen.add((int(doc["partition"]), int(doc["offset"])))
+                    position = (int(doc.get("partition", -1)), int(doc.get("offset", -1)))
+                    if position in wanted:
+                        out.append((*position, int(record.timestamp)))
+                        seen.add(position)
     finally:
         consumer.close()
     return out
@@ -403,13 +413,20 @@ def spark_section(
         } | {k: v for k, v in processed_rate(steady_batches).items() if k in ("rows_per_s", "batches", "busy_s")}
         if SPARK_REALTIME_SERVICE in bench_units:
             rt_pairs, missing, duplicated = realtime_latencies(
-                steady, read_forwarded(cluster.bootstrap, job_config["realtime"]["output_topic"], len(steady), 180)
+                steady,
+                read_forwarded(
+                    cluster.bootstrap, job_config["realtime"]["output_topic"], [(p, o) for p, o, _ in steady], 180
+                ),
             )
             result["realtime"] = {
                 "rate_per_s": rate,
                 "seconds": seconds,
                 "records": len(steady),
-                "never_forwarded": missing,
+                "never_forwarded": len(missing),
+                # Each one named: where it was in the source topic and when it was produced (epoch seconds).
+                "never_forwarded_records": [
+                    {"partition": p, "offset": o, "produced_at": round(at, 3)} for p, o, at in missing[:100]
+                ],
                 "forwarded_more_than_once": duplicated,
                 "latency_ms": latency_summary([ms for _, ms in rt_pairs]) if rt_pairs else None,
                 "latency_over_time": latency_series(rt_pairs, steady_started),

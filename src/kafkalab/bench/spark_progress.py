@@ -93,11 +93,11 @@ def end_offsets_wanted(records: Iterable[tuple[int, int]]) -> dict[str, int]:
 
 def realtime_latencies(
     sent: Iterable[tuple[int, int, float]], forwarded: Iterable[tuple[int, int, int]]
-) -> tuple[list[tuple[float, float]], int, int]:
+) -> tuple[list[tuple[float, float]], list[tuple[int, int, float]], int]:
     """Produce-to-output latency of the low-latency path: for each (partition, offset, sent_at) sent, the first
     output record forwarded for that input position ((partition, offset, output timestamp in ms)). Returns
-    (sent_at, latency ms) pairs, how many sent records were never forwarded, and how many were forwarded more
-    than once (the path is at least once)."""
+    (sent_at, latency ms) pairs, the sent records never forwarded (partition, offset, sent_at), and how many were
+    forwarded more than once (the path is at least once)."""
     first: dict[tuple[int, int], int] = {}
     copies: dict[tuple[int, int], int] = {}
     for partition, offset, ts_ms in forwarded:
@@ -105,11 +105,12 @@ def realtime_latencies(
         copies[key] = copies.get(key, 0) + 1
         first[key] = min(first.get(key, ts_ms), ts_ms)
     pairs: list[tuple[float, float]] = []
-    missing = duplicated = 0
+    missing: list[tuple[int, int, float]] = []
+    duplicated = 0
     for partition, offset, sent_at in sent:
         key = (partition, offset)
         if key not in first:
-            missing += 1
+            missing.append((partition, offset, sent_at))
             continue
         duplicated += copies[key] > 1
         pairs.append((sent_at, first[key] - sent_at * 1000))
