@@ -820,3 +820,40 @@ def test_discover_gives_each_listener_after_the_first_the_settings_the_kafka_rol
     own = discover(_ReadsProperties(), ["kafka1", "kafka2", "kafka3"], "lb:9092", "/inv/.pki")  # type: ignore[arg-type]
     assert [(li.name, li.bootstrap) for li in own.listeners] == [("bootstrap", "lb:9092")]
     assert own.bootstrap == "lb:9092"
+
+
+RECAP_TAIL = "unreachable=0    failed=0    skipped=2    rescued=0    ignored=0"
+ANSIBLE_LOG = [
+    f"2026-12-05 16:15:{stamp} p={pid} u=root n=ansible INFO| {text}"
+    for stamp, pid, text in (
+        ("36,000", 11, "PLAY [Preflight on the controller] *****"),
+        ("36,500", 11, "TASK [kafkalab.kafka.kafka : Validating arguments against arg spec 'preflight' - x] ***"),
+        ("36,600", 11, "ok: [localhost]"),
+        ("36,700", 11, "TASK [kafkalab.kafka.kafka : Build the model] ***"),
+        ("38,700", 11, "TASK [Say so] ***"),
+        ("39,000", 12, "PLAY [Another run] ***"),
+        ("39,200", 11, "RUNNING HANDLER [kafkalab.kafka.java : Restart] ***"),
+        ("40,200", 11, "PLAY RECAP ********"),
+        ("40,200", 11, f"kafka1                     : ok=4    changed=1    {RECAP_TAIL}"),
+        ("40,200", 11, f"kafka2                     : ok=4    changed=0    {RECAP_TAIL}"),
+    )
+] + ["not a log line"]
+
+
+def test_the_ansible_log_reader_splits_runs_and_times_each_task_to_the_next_banner() -> None:
+    from kafkalab.bench import ansible_log
+
+    runs = ansible_log.read_runs(ANSIBLE_LOG)
+    assert [r.pid for r in runs] == ["11", "12"]
+    first = runs[0]
+    assert first.seconds == pytest.approx(4.2)
+    assert [(name, round(s, 1)) for name, s in first.tasks] == [
+        ("kafkalab.kafka.kafka : Validating arguments against arg spec 'preflight' - x", 0.2),
+        ("kafkalab.kafka.kafka : Build the model", 2.0),
+        ("Say so", 0.5),
+        ("kafkalab.kafka.java : Restart", 1.0),
+    ]
+    assert first.recap == {"kafka1": (4, 1, 2), "kafka2": (4, 0, 2)} and first.changed == 1
+    text = "\n".join(ansible_log.summary(first, top=2))
+    assert "argument-spec validations: 1 tasks, 0.2 s" in text
+    assert "by role: kafkalab.kafka.kafka 2.2 s, kafkalab.kafka.java 1.0 s, (playbook) 0.5 s" in text
