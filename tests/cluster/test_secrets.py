@@ -109,6 +109,10 @@ def secrets() -> dict[str, set[str]]:
     return found
 
 
+# The roles are the collection's: task banners name them kafkalab.kafka.<role>.
+ROLE = "kafkalab.kafka."
+
+
 @pytest.mark.skipif(
     SCENARIO not in VVV_SCENARIOS or (not os.environ.get("MOLECULE_INVENTORY_FILE") and not VVV_LOG.exists()),
     reason="the -vvv converge is the spark and default scenarios' side effect (make test); run one to get its log",
@@ -120,18 +124,21 @@ def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None
     assert "PLAY RECAP" in log and "ESTABLISH" in log, f"{VVV_LOG} is not the output of a -vvv run"
     # Every key is made by the pki role (roles/pki, included by the kafka role's tasks/tls.yml), or, with the
     # operator's own CA (the spark scenario's), pushed by it from the controller machine.
-    made, pushed = "pki : Make the node's private key on the node", "pki : Push the node's private key"
+    made, pushed = f"{ROLE}pki : Make the node's private key on the node", f"{ROLE}pki : Push the node's private key"
     assert f"TASK [{made}" in log or f"TASK [{pushed}" in log, "the -vvv run neither made nor pushed a node's key"
     tasks = []
     if group_hosts(inventory_listing(), "spark"):
         tasks += [
-            "spark : Install spark-defaults.conf",
-            "spark_consumer : Render each application's spark-submit properties",
+            f"{ROLE}spark : Install spark-defaults.conf",
+            f"{ROLE}spark_consumer : Render each application's spark-submit properties",
         ]
     if _scram_passwords():
-        tasks += ["kafka : Write the node's secrets", "kafka_topics : Apply the declared SCRAM users and ACLs"]
+        tasks += [
+            f"{ROLE}kafka : Write the node's secrets",
+            f"{ROLE}kafka_topics : Apply the declared SCRAM users and ACLs",
+        ]
         if group_hosts(inventory_listing(), "spark"):
-            tasks += ["spark_consumer : Render the job's settings"]
+            tasks += [f"{ROLE}spark_consumer : Render the job's settings"]
     for task in tasks:
         assert f"TASK [{task}" in log, f"the -vvv run did not run the task {task!r}"
     assert HIDDEN in log, "no task output was hidden (no_log) in the -vvv run"
