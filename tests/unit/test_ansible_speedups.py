@@ -9,10 +9,14 @@
 
 from __future__ import annotations
 
+import grp
 import json
+import os
 import re
 import sys
 from pathlib import Path
+
+import pytest
 
 from kafkalab.ansible_driver import run_playbook
 
@@ -191,3 +195,57 @@ def test_node_files_reports_existence_and_text_and_changes_nothing(tmp_path: Pat
             str(files["binary"]): None,
             str(files["big"]): None,
         }
+
+
+PKI_INSTALL = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Install the node's files
+      kafkalab.kafka.pki_install:
+        dir: {dir}
+        group: {group}
+        certificate: {certificate}
+        ca: {ca}
+      register: installed
+    - name: Show what it did
+      ansible.builtin.copy:
+        content: "{{{{ installed | to_json }}}}"
+        dest: {out}
+      check_mode: false
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the files are root's (chown to uid 0)")
+def test_pki_install_writes_certificate_cas_and_key_store_in_one_call_and_only_what_changed(tmp_path: Path) -> None:
+    """kafkalab.kafka.pki_install: three files (certificate, ca.pem, key + certificate) in one round trip."""
+    tls = tmp_path / "tls"
+    tls.mkdir()
+    (tls / "key.pem").write_text("KEY\n")
+    group = grp.getgrgid(os.getgid()).gr_name
+    out = tmp_path / "installed.json"
+    playbook = tmp_path / "play.yml"
+
+    def run(certificate: str, ca: str, check: bool = False) -> dict:
+        playbook.write_text(
+            PKI_INSTALL.format(dir=tls, group=group, certificate=json.dumps(certificate), ca=json.dumps(ca), out=out)
+        )
+        result = run_playbook(playbook, "localhost,", cwd=tmp_path, args=LOCAL, check=check, timeout=120)
+        assert result.returncode == 0, result.stdout[-2000:]
+        return json.loads(out.read_text())
+
+    first = run("CERT-1\n", "CA-A\n")
+    assert first["changed"] and sorted(first["written"]) == ["ca.pem", "cert.pem", "node.pem"]
+    assert (tls / "node.pem").read_text() == "KEY\nCERT-1\n"
+    assert oct((tls / "node.pem").stat().st_mode & 0o777) == "0o640"
+    assert oct((tls / "cert.pem").stat().st_mode & 0o777) == "0o644"
+    assert run("CERT-1\n", "CA-A\n") == {**first, "changed": False, "written": [], "diff": []}
+    # Check mode reports a new certificate and its key store without writing them.
+    assert sorted(run("CERT-2\n", "CA-A\n", check=True)["written"]) == ["cert.pem", "node.pem"]
+    assert (tls / "cert.pem").read_text() == "CERT-1\n"
+    # Both CAs in the middle of a rotation: ca.pem alone is written; the key store stays as it is.
+    assert run("CERT-1\n", "CA-A\nCA-B\n")["written"] == ["ca.pem"]
+    # A mode changed by hand is put back.
+    (tls / "node.pem").chmod(0o644)
+    assert run("CERT-1\n", "CA-A\nCA-B\n")["written"] == ["node.pem"]
+    assert oct((tls / "node.pem").stat().st_mode & 0o777) == "0o640"

@@ -60,3 +60,27 @@ def test_an_entry_points_variables_are_the_roles_own_with_mains_specs(role: Path
         for name, option in (spec.get("options") or {}).items():
             if entry != "main" and name in main:
                 assert option == main[name], f"{entry}: {name} differs from main's spec"
+
+
+def test_the_day2_roles_variables_are_the_kafka_roles_with_the_same_types() -> None:
+    """kafka_ops has no settings of its own: each option it declares is the kafka role's, typed the same."""
+    kafka_specs = yaml.safe_load((ROOT / "roles/kafka/meta/argument_specs.yml").read_text())["argument_specs"]
+    kafka = kafka_specs["main"]["options"]
+    ops = yaml.safe_load((ROOT / "roles/kafka_ops/meta/argument_specs.yml").read_text())["argument_specs"]
+    assert "main" not in ops and not (ROOT / "roles/kafka_ops/defaults").exists()
+    assert {"rolling_restart", "rotate_certificates", "rotate_ca_finish", "upgrade_plan", "reassign"} <= set(ops)
+    for entry, spec in ops.items():
+        for name, option in (spec.get("options") or {}).items():
+            assert name in kafka, f"{entry}: {name} is not a setting of the kafka role"
+            for key in ("type", "elements", "choices"):
+                assert option.get(key) == kafka[name].get(key), f"{entry}: {name}'s {key} differs from the kafka role's"
+
+
+def test_each_day2_entry_point_loads_the_kafka_roles_settings_first() -> None:
+    for path in sorted((ROOT / "roles/kafka_ops/tasks").glob("*.yml")):
+        tasks = yaml.safe_load(path.read_text())
+        first = tasks[0].get("ansible.builtin.include_role") or {}
+        if path.stem == "rotate_ca_trust":  # included by rotate_certificates, after it loaded them
+            continue
+        assert first.get("name") == "kafkalab.kafka.kafka", path.name
+        assert first.get("tasks_from") in {"identity", "settings"} and first.get("public") is True, path.name
