@@ -32,7 +32,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark journeys failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
         lint unit unit-playbooks unit-rest sanity collection molecule test clean
 
 help:  ## list the targets
@@ -89,6 +89,9 @@ lab-converge: venv artifacts  ## run playbooks/site.yml against the lab
 verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=...), failover cases aside
 	$(BIN)/python -m kafkalab.lab tools
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
+
+journeys: venv  ## the day-2 journeys against the lab (or KAFKALAB_INVENTORY=...): refused runs change nothing, a firewall edited by hand is put back (tests/journeys; molecule default runs them too)
+	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/journeys -v
 
 failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -s -m failover
