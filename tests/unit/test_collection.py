@@ -33,7 +33,16 @@ def test_the_tarball_holds_the_roles_playbooks_plugins_and_locks_but_no_tests_or
     # The lag exporter's modules, which the prometheus role pushes from the collection.
     assert {f"src/kafkalab/{f}" for f in ("__init__.py", "kafka_client.py", "report.py", "lag_exporter.py")} <= names
     assert "tests/sanity/ignore-2.19.txt" in names
-    for left_out in (".cache", ".venv", "molecule", "collections", "tests/unit", "spark", "src/kafkalab/lab"):
+    for left_out in (
+        ".cache",
+        ".venv",
+        "molecule",
+        "collections",
+        "tests/unit",
+        "tests/journeys",
+        "spark",
+        "src/kafkalab/lab",
+    ):
         assert not any(n == left_out or n.startswith(left_out + "/") for n in names), left_out
 
 
