@@ -5,9 +5,9 @@ machine (each Kafka node's key, in key.pem and node.pem; each ZooKeeper server's
 CA's key on the controller, Spark's shared secret (spark.authenticate.secret), and every SCRAM user's password the
 inventory declares (kafka_users). A key gives itself away by any line of its base64 body.
 
-- The output of a whole converge at -vvv (the spark and the default scenarios' side effects run site.yml again that
-  way, into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them, and shows that it ran the tasks that
-  handle them with their output hidden.
+- The output of a whole converge at -vvv (the spark scenario's side effect and the default scenario's lifecycle
+  journey run site.yml again that way, into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them,
+  and shows that it ran the tasks that handle them with their output hidden.
 - On every machine, no file under /etc, /opt, /var, /srv, /run, /tmp, /home or /root that the user nobody can
   read holds one.
 """
@@ -28,7 +28,7 @@ from kafkalab.ansible_driver import group_hosts
 
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_NAME", "spark")
 VVV_LOG = ROOT / ".cache" / "lifecycle" / f"molecule-{SCENARIO}.vvv.log"
-# The scenarios whose side effect runs site.yml at -vvv into VVV_LOG.
+# The scenarios that run site.yml at -vvv into VVV_LOG (spark: its side effect; default: its lifecycle journey).
 VVV_SCENARIOS = ("default", "spark")
 MACHINES = one_per_machine(sorted(set(group("all")) - {"localhost"}))
 SCANNED = "/etc /opt /var /srv /run /tmp /home /root"
@@ -115,10 +115,10 @@ ROLE = "kafkalab.kafka."
 
 @pytest.mark.skipif(
     SCENARIO not in VVV_SCENARIOS or (not os.environ.get("MOLECULE_INVENTORY_FILE") and not VVV_LOG.exists()),
-    reason="the -vvv converge is the spark and default scenarios' side effect (make test); run one to get its log",
+    reason="the -vvv converge runs in the spark and default scenarios (make test); run one to get its log",
 )
 def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None:
-    assert VVV_LOG.exists(), f"{VVV_LOG} is missing: molecule/{SCENARIO}/side_effect.yml writes it"
+    assert VVV_LOG.exists(), f"{VVV_LOG} is missing: the {SCENARIO} scenario's -vvv run of site.yml writes it"
     log = VVV_LOG.read_text(errors="replace")
     # It is a -vvv run of the whole site.yml, which handled the secrets with its output hidden.
     assert "PLAY RECAP" in log and "ESTABLISH" in log, f"{VVV_LOG} is not the output of a -vvv run"

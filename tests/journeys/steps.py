@@ -1,10 +1,20 @@
-"""What the journeys' steps share: reading a run's output, and when a node's Kafka last started."""
+"""What the journeys' steps share: the load they run under, the runs they make, and what they read on the nodes."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from inventory_hosts import kafka_unit, node
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
+from inventory_hosts import ROOT, inventory_path, kafka_properties_path, kafka_unit, node
+
+# ansible-playbook's output is parsed: no colour, whatever molecule asked for its own runs.
+PLAIN = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0"}
 
 
 def one_line(output: str) -> str:
@@ -16,3 +26,159 @@ def started_at(name: str) -> int:
     """When the host's Kafka last started (systemd's monotonic clock: one kernel for every container)."""
     unit = kafka_unit(name)
     return int(node(name).check_output(f"systemctl show {unit} --property=ActiveEnterTimestampMonotonic --value"))
+
+
+def down_window(name: str) -> tuple[int, int]:
+    """When the host's Kafka last stopped and last started (monotonic µs)."""
+    unit = kafka_unit(name)
+    shown = node(name).check_output(
+        f"systemctl show {unit} --property=ActiveExitTimestampMonotonic --property=ActiveEnterTimestampMonotonic"
+    )
+    values = dict(line.split("=", 1) for line in shown.splitlines())
+    return int(values["ActiveExitTimestampMonotonic"]), int(values["ActiveEnterTimestampMonotonic"])
+
+
+def restart_pending(name: str) -> bool:
+    """Whether the node's restart marker says a restart is pending (plugins/modules/restart_marker.py)."""
+    return bool(node(name).file(f"/var/lib/kafkalab/restart/{kafka_unit(name)}.pending").exists)
+
+
+def properties(name: str) -> dict[str, str]:
+    return parse_properties(node(name).file(kafka_properties_path(name)).content_string)
+
+
+def inter_broker_address(name: str) -> str:
+    """host:port the node advertises on its inter-broker listener (the one the controller machine's clients use)."""
+    props = properties(name)
+    listener = props.get("inter.broker.listener.name", "")
+    for item in props["advertised.listeners"].split(","):
+        if item.startswith(f"{listener}://"):
+            return item.split("://", 1)[1]
+    raise AssertionError(f"{name}: no advertised address for the inter-broker listener {listener}")
+
+
+def served_certificate(name: str, ca_pem: str | None = None) -> tuple[int, list[str]]:
+    """(openssl's exit status, [serial=..., notAfter=...]) of the certificate the node serves on its inter-broker
+    listener, verified against ca_pem (default: the CAs the node itself trusts). -verify_return_error: a certificate
+    the CA did not sign fails the handshake, and the status says so."""
+    trust = "/etc/kafka/tls/ca.pem"
+    script = "set -euo pipefail\n"
+    if ca_pem is not None:
+        script += 'trust=$(mktemp); trap \'rm -f "$trust"\' EXIT\nprintf "%s\\n" "$1" > "$trust"\n'
+        trust = '"$trust"'
+    script += (
+        f"openssl s_client -connect {inter_broker_address(name)} -CAfile {trust} -verify_return_error"
+        " </dev/null 2>/dev/null | openssl x509 -noout -serial -enddate\n"
+    )
+    result = node(name).run("bash -c %s served %s", script, ca_pem or "")
+    return result.rc, result.stdout.splitlines()
+
+
+def ansible(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = (), **env: str) -> str:
+    """ansible-playbook (the venv's) on the inventory under test (and any more inventory sources), from the
+    repository; returns its output (stdout and stderr as one) and fails the step when the run fails."""
+    run = playbook_run(playbook, *args, inventories=inventories, **env)
+    assert run.returncode == 0, f"{playbook} failed:\n{run.stdout[-4000:]}"
+    return run.stdout
+
+
+def refused(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = ()) -> str:
+    """A run that must be refused: its output as one line."""
+    run = playbook_run(playbook, *args, inventories=inventories)
+    assert run.returncode != 0, f"{playbook} was not refused:\n{run.stdout[-4000:]}"
+    return one_line(run.stdout)
+
+
+def ansible_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **PLAIN, **extra}
+
+
+def playbook_command(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = ()) -> list[str]:
+    sources = [item for source in (inventory_path(), *inventories) for item in ("-i", source)]
+    path = playbook if os.path.isabs(playbook) else ROOT / "playbooks" / playbook
+    return [str(Path(sys.executable).parent / "ansible-playbook"), *sources, str(path), *args]
+
+
+def playbook_run(
+    playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        playbook_command(playbook, *args, inventories=inventories),
+        cwd=ROOT,
+        env=ansible_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+
+
+@dataclass
+class Load:
+    """python -m kafkalab.load: a producer writing with acks=all and idempotence to an RF 3, min.insync.replicas 2
+    topic, and a consumer group committing, in the background; each phase ends with an accounting of every
+    acknowledged record (lost, duplicated, order, the group's offsets, the longest gap between two acks), appended
+    to the report, and fails the step when anything acked is not there once."""
+
+    bootstrap: str
+    client_config: str
+    state: Path
+    report: Path
+    topic: str = "lifecycle"
+    rate: int = 100
+    accounted: list[str] = field(default_factory=list)
+
+    def _log_args(self) -> list[str]:
+        # The playbook log (ANSIBLE_LOG_PATH: molecule.yml's env): each phase reports the restarts it made.
+        log = os.environ.get("ANSIBLE_LOG_PATH", "")
+        return ["--ansible-log", log] if log else []
+
+    def _run(self, *args: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-m", "kafkalab.load", *args, "--state", str(self.state), *self._log_args()],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
+        assert run.returncode == 0, f"load {args[0]}:\n{run.stdout[-4000:]}"
+        return run.stdout.strip()
+
+    def start(self) -> None:
+        self.report.parent.mkdir(parents=True, exist_ok=True)
+        self.report.unlink(missing_ok=True)
+        subprocess.run(["rm", "-rf", str(self.state)], check=True)
+        self._run(
+            "start",
+            "--bootstrap",
+            self.bootstrap,
+            "--topic",
+            self.topic,
+            "--rate",
+            str(self.rate),
+            "--client-config",
+            self.client_config,
+        )
+
+    def checkpoint(self, phase: str) -> str:
+        line = self._run("checkpoint", "--phase", phase, "--report", str(self.report))
+        self.accounted.append(line)
+        return line
+
+    def stop(self, phase: str) -> str:
+        line = self._run("stop", "--phase", phase, "--report", str(self.report))
+        self.accounted.append(line)
+        return line
+
+    def abandon(self) -> None:
+        """Stop the background load after a failed step (its accounting is not checked: the step failed already)."""
+        subprocess.run(
+            [sys.executable, "-m", "kafkalab.load", "stop", "--state", str(self.state), "--phase", "abandoned"],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=1800,
+            check=False,
+        )

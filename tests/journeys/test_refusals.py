@@ -23,12 +23,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import (
     ca_dir,
     group,
     inventory_path,
-    kafka_properties_path,
     kafka_unit,
     machine_mates,
     node,
@@ -37,7 +35,7 @@ from inventory_hosts import (
     runner,
 )
 
-from journeys.steps import one_line, started_at
+from journeys.steps import one_line, properties, started_at
 
 pytestmark = pytest.mark.changes_cluster
 
@@ -49,10 +47,6 @@ FINGERPRINT = r"""set -o pipefail
 }} | sha256sum"""
 # Never in any inventory of this project (TEST-NET-3, RFC 5737).
 STRANGER = "203.0.113.200"
-
-
-def properties(name: str) -> dict[str, str]:
-    return parse_properties(node(name).file(kafka_properties_path(name)).content_string)
 
 
 def meta_properties(name: str, *, metadata: bool = False) -> str:
