@@ -90,7 +90,7 @@ verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=.
 	$(BIN)/python -m kafkalab.lab tools
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
 
-journeys: venv  ## the day-2 journeys against the lab (or KAFKALAB_INVENTORY=...): refused runs change nothing, a firewall edited by hand is put back (tests/journeys; molecule default runs them too)
+journeys: venv  ## the day-2 journeys (tests/journeys) against the lab (or KAFKALAB_INVENTORY=...): the lifecycle under load, refused runs, a firewall edited by hand; molecule default runs them in make test
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/journeys -v
 
 failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated
