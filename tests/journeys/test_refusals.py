@@ -31,11 +31,10 @@ from inventory_hosts import (
     machine_mates,
     node,
     one_per_machine,
-    run_playbook,
     runner,
 )
 
-from journeys.steps import one_line, properties, started_at
+from journeys.steps import ansible, one_line, playbook_run, properties, refused, started_at
 
 pytestmark = pytest.mark.changes_cluster
 
@@ -54,13 +53,6 @@ def meta_properties(name: str, *, metadata: bool = False) -> str:
     props = properties(name)
     log_dir = props["log.dirs"].split(",")[0]
     return f"{props.get('metadata.log.dir', log_dir) if metadata else log_dir}/meta.properties"
-
-
-def kafka_playbook(*args: str) -> str:
-    """playbooks/kafka.yml, expected to be refused: its output as one line."""
-    run = run_playbook("kafka.yml", list(args), timeout=900)
-    assert run.returncode != 0, "the run was not refused: " + run.stdout[-3000:]
-    return one_line(run.stdout)
 
 
 @contextmanager
@@ -95,10 +87,9 @@ def test_storage_formatted_for_another_node_id_is_refused(started_before: dict[s
         f"sed -i 's/^node\\.id=.*$/node.id={other}/' {path}",
         f"sed -i 's/^node\\.id=.*$/node.id={node_id}/' {path}",
     ):
-        refused = kafka_playbook()
-    assert f"{name}: {path} belongs to node.id {other} but the inventory gives this host kafka_node_id {node_id}" in (
-        refused
-    )
+        said = refused("kafka.yml")
+    wrong = f"{name}: {path} belongs to node.id {other} but the inventory gives this host kafka_node_id {node_id}"
+    assert wrong in said
 
 
 def test_a_controller_whose_metadata_dir_lost_its_identity_is_refused() -> None:
@@ -108,17 +99,17 @@ def test_a_controller_whose_metadata_dir_lost_its_identity_is_refused() -> None:
     aside = f"{os.path.dirname(os.path.dirname(path))}/meta.properties.journey-aside"
     # The running process read it at start and does not look again.
     with edited(name, f"mv {path} {aside}", f"mv {aside} {path}"):
-        refused = kafka_playbook()
+        said = refused("kafka.yml")
     assert (
         f"{name}: is a KRaft controller (node {node_id}) but its metadata dir {os.path.dirname(path)} "
         "holds no meta.properties"
-    ) in refused
-    assert f"playbooks/remove_controller.yml -e kafka_remove_controller={name}" in refused
+    ) in said
+    assert f"playbooks/remove_controller.yml -e kafka_remove_controller={name}" in said
 
 
 def test_a_pinned_cluster_id_that_is_not_the_clusters_is_refused() -> None:
-    refused = kafka_playbook("-e", "kafka_cluster_id=AAAAAAAAAAAAAAAAAAAAAA")
-    assert "but kafka_cluster_id is AAAAAAAAAAAAAAAAAAAAAA" in refused
+    said = refused("kafka.yml", "-e", "kafka_cluster_id=AAAAAAAAAAAAAAAAAAAAAA")
+    assert "but kafka_cluster_id is AAAAAAAAAAAAAAAAAAAAAA" in said
 
 
 def tls_listeners(name: str) -> dict[str, str]:
@@ -134,11 +125,11 @@ def test_a_lost_project_ca_is_refused() -> None:
     aside = ca_dir() + ".journey-aside"
     os.rename(ca_dir(), aside)
     try:
-        refused = kafka_playbook()
+        said = refused("kafka.yml")
     finally:
         os.rename(aside, ca_dir())
-    assert f"{name}: trusts the CA whose certificate hashes to sha256" in refused
-    assert f"kafka_tls_ca_dir {ca_dir()} holds no CA" in refused
+    assert f"{name}: trusts the CA whose certificate hashes to sha256" in said
+    assert f"kafka_tls_ca_dir {ca_dir()} holds no CA" in said
 
 
 def test_listeners_that_run_tls_switched_to_plaintext_are_refused() -> None:
@@ -164,17 +155,17 @@ def test_listeners_that_run_tls_switched_to_plaintext_are_refused() -> None:
         "kafka_authorizer": False,
         "kafka_acls": [],
     }
-    refused = kafka_playbook("-e", json.dumps(extra))
+    said = refused("kafka.yml", "-e", json.dumps(extra))
     if controller.get("name") in switch:
         assert (
             f"{name}: its listener {controller['name']} runs {running[controller['name']]}, and "
             "kafka_controller_listener.protocol is PLAINTEXT"
-        ) in refused
+        ) in said
     if inter_broker in switch and inter_broker != controller.get("name"):
         assert (
             f"{name}: its listener {inter_broker} runs {running[inter_broker]}, and the protocol of "
             "kafka_inter_broker_listener_name's listener is PLAINTEXT"
-        ) in refused
+        ) in said
 
 
 def test_the_refused_runs_restarted_nothing_and_every_node_keeps_its_identity(started_before: dict[str, int]) -> None:
@@ -194,8 +185,7 @@ def test_rules_opened_by_hand_are_gone_after_the_next_firewall_run() -> None:
         host.run_expect([0], f"ufw {rule}")
     opened = host.check_output("ufw status verbose")
     assert STRANGER in opened and "5555" in opened and "allow (routed)" in opened  # the hand edits took
-    run = run_playbook("firewall.yml", timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:]
+    ansible("firewall.yml")
     assert host.check_output("ufw status verbose") == planned
 
 
@@ -211,7 +201,7 @@ def test_a_misspelt_and_a_mistyped_variable_stop_site_yml_before_any_host_change
         return found
 
     before = fingerprints()
-    run = run_playbook("site.yml", ["-e", json.dumps({"kafka_heapsize": "2g", "kafka_data_dirs": "/data"})])
+    run = playbook_run("site.yml", "-e", json.dumps({"kafka_heapsize": "2g", "kafka_data_dirs": "/data"}))
     output = one_line(run.stdout)
     assert run.returncode != 0, output[-3000:]
     assert "kafka_heapsize: no such variable; did you mean kafka_heap_size?" in output
