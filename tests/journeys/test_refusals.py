@@ -44,6 +44,7 @@ FINGERPRINT = r"""set -o pipefail
   find /etc /opt /usr/local -xdev \( -type f -o -type l \) -printf '%p %s %T@ %m\n' | sort
   {units}
 }} | sha256sum"""
+WITHOUT_SASL = {"SASL_SSL": "SSL", "SASL_PLAINTEXT": "PLAINTEXT"}
 # Never in any inventory of this project (TEST-NET-3, RFC 5737).
 STRANGER = "203.0.113.200"
 
@@ -141,16 +142,17 @@ def test_listeners_that_run_tls_switched_to_plaintext_are_refused() -> None:
     switch = {listener for listener in running if listener in {controller.get("name"), inter_broker}}
     if not switch:
         pytest.skip("neither the controller nor the inter-broker listener runs TLS on this cluster")
+    # The other listeners keep TLS without SASL: the users are gone below, so that the switch is the refusal.
     listeners = [
-        {**listener, "protocol": "PLAINTEXT"} if listener["name"] in switch else listener
+        {**listener, "protocol": "PLAINTEXT" if listener["name"] in switch else WITHOUT_SASL.get(protocol, protocol)}
         for listener in variables["kafka_listeners"]
+        for protocol in [str(listener.get("protocol", "PLAINTEXT"))]
     ]
     extra = {
         "kafka_controller_listener": {**controller, "protocol": "PLAINTEXT"}
         if controller.get("name") in switch
         else controller,
         "kafka_listeners": listeners,
-        # Without SASL, so that the listeners' switch is the refusal, not the users on a plain listener.
         "kafka_users": [],
         "kafka_authorizer": False,
         "kafka_acls": [],
