@@ -113,26 +113,39 @@ def skip_unless_disposable(item: pytest.Item) -> None:
         )
 
 
-def run_playbook(playbook: str, args: Sequence[str] = (), timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """ansible-playbook (the venv's) on the inventory under test, from the repository, with plain output
-    (stdout and stderr as one: failures may be reported on either) for the tests to read."""
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        inventory_path(),
-        f"playbooks/{playbook}",
-        *args,
-    ]
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        # molecule forces colour for its own runs; these outputs are parsed, so no escape codes.
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_NOCOLOR": "1",
-        "PY_COLORS": "0",
-    }
+# molecule forces colour for its own runs; the tests parse ansible-playbook's output, so no escape codes.
+PLAIN_OUTPUT = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0"}
+
+
+def playbook_env(**extra: str) -> dict[str, str]:
+    """This process's environment with the repository's ansible.cfg and plain output (plus extra)."""
+    return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **PLAIN_OUTPUT, **extra}
+
+
+def playbook_command(playbook: str, args: Sequence[str] = (), inventories: Sequence[str] = ()) -> list[str]:
+    """ansible-playbook (the venv's) on the inventory under test and any more inventory sources, for
+    playbooks/<playbook>, run from the repository."""
+    sources = [item for source in (inventory_path(), *inventories) for item in ("-i", source)]
+    return [str(Path(sys.executable).parent / "ansible-playbook"), *sources, f"playbooks/{playbook}", *args]
+
+
+def run_playbook(
+    playbook: str,
+    args: Sequence[str] = (),
+    timeout: float = 900,
+    inventories: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """playbook_command run from the repository with plain output (stdout and stderr as one: failures may be
+    reported on either) for the tests to read."""
     return subprocess.run(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+        playbook_command(playbook, args, inventories),
+        cwd=ROOT,
+        env=playbook_env(**(env or {})),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
     )
 
 

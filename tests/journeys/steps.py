@@ -11,10 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
-from inventory_hosts import ROOT, inventory_path, kafka_properties_path, kafka_unit, node
-
-# ansible-playbook's output is parsed: no colour, whatever molecule asked for its own runs.
-PLAIN = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "PY_COLORS": "0"}
+from inventory_hosts import ROOT, kafka_properties_path, kafka_unit, node, run_playbook
 
 
 def one_line(output: str) -> str:
@@ -74,44 +71,18 @@ def served_certificate(name: str, ca_pem: str | None = None) -> tuple[int, list[
     return result.rc, result.stdout.splitlines()
 
 
-def ansible(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = (), **env: str) -> str:
-    """ansible-playbook (the venv's) on the inventory under test (and any more inventory sources), from the
-    repository; returns its output (stdout and stderr as one) and fails the step when the run fails."""
-    run = playbook_run(playbook, *args, inventories=inventories, **env)
+def ansible(playbook: str, *args: str, inventories: Sequence[str] = ()) -> str:
+    """A run that must succeed (inventory_hosts.run_playbook): its output, stdout and stderr as one."""
+    run = run_playbook(playbook, args, timeout=3600, inventories=inventories)
     assert run.returncode == 0, f"{playbook} failed:\n{run.stdout[-4000:]}"
     return run.stdout
 
 
-def refused(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = ()) -> str:
+def refused(playbook: str, *args: str, inventories: Sequence[str] = ()) -> str:
     """A run that must be refused: its output as one line."""
-    run = playbook_run(playbook, *args, inventories=inventories)
+    run = run_playbook(playbook, args, timeout=3600, inventories=inventories)
     assert run.returncode != 0, f"{playbook} was not refused:\n{run.stdout[-4000:]}"
     return one_line(run.stdout)
-
-
-def ansible_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), **PLAIN, **extra}
-
-
-def playbook_command(playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = ()) -> list[str]:
-    sources = [item for source in (inventory_path(), *inventories) for item in ("-i", source)]
-    path = playbook if os.path.isabs(playbook) else ROOT / "playbooks" / playbook
-    return [str(Path(sys.executable).parent / "ansible-playbook"), *sources, str(path), *args]
-
-
-def playbook_run(
-    playbook: str | os.PathLike[str], *args: str, inventories: Sequence[str] = (), **env: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        playbook_command(playbook, *args, inventories=inventories),
-        cwd=ROOT,
-        env=ansible_env(**env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
 
 
 @dataclass

@@ -44,17 +44,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inventory_hosts import ROOT, ca_dir, group, inventory_listing, kafka_properties_path, node, runner
+from inventory_hosts import (
+    ROOT,
+    ca_dir,
+    group,
+    inventory_listing,
+    kafka_properties_path,
+    node,
+    playbook_command,
+    playbook_env,
+    runner,
+)
 from kafka.admin import KafkaAdminClient
 
 from journeys.steps import (
     Load,
     ansible,
-    ansible_env,
     down_window,
     inter_broker_address,
     one_line,
-    playbook_command,
     properties,
     refused,
     restart_pending,
@@ -224,10 +232,10 @@ def test_a_quorum_move_killed_before_any_restart_restarted_nothing(load: Load) -
         "--log",
         str(load.state / "interrupted-run.log"),
         "--",
-        *playbook_command("quorum_to_dynamic.yml", *SAME),
+        *playbook_command("quorum_to_dynamic.yml", SAME),
     ]
     killed = subprocess.run(
-        command, cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=1800, check=False
+        command, cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=1800, check=False
     )
     assert killed.returncode == 0, killed.stdout + killed.stderr
     assert {name: started_at(name) for name in nodes} == SEEN["started"], "the killed run restarted a node"
@@ -276,10 +284,10 @@ def test_a_third_run_of_site_yml_changes_and_restarts_nothing(load: Load, capsys
     # At -vvv into a file of its own (tests/cluster/test_secrets.py reads it), not into ANSIBLE_LOG_PATH: the
     # load's phases read that log.
     vvv = LIFECYCLE / (f"molecule-{SCENARIO}.vvv.log" if SCENARIO else "journey.vvv.log")
-    env = {key: value for key, value in ansible_env().items() if key != "ANSIBLE_LOG_PATH"}
+    env = {key: value for key, value in playbook_env().items() if key != "ANSIBLE_LOG_PATH"}
     with vvv.open("w") as out:
         run = subprocess.run(
-            playbook_command("site.yml", "-vvv", *SAME),
+            playbook_command("site.yml", ["-vvv", *SAME]),
             cwd=ROOT,
             env=env,
             stdout=out,

@@ -31,10 +31,11 @@ from inventory_hosts import (
     machine_mates,
     node,
     one_per_machine,
+    run_playbook,
     runner,
 )
 
-from journeys.steps import ansible, one_line, playbook_run, properties, refused, started_at
+from journeys.steps import ansible, one_line, properties, refused, started_at
 
 pytestmark = pytest.mark.changes_cluster
 
@@ -203,7 +204,7 @@ def test_a_misspelt_and_a_mistyped_variable_stop_site_yml_before_any_host_change
         return found
 
     before = fingerprints()
-    run = playbook_run("site.yml", "-e", json.dumps({"kafka_heapsize": "2g", "kafka_data_dirs": "/data"}))
+    run = run_playbook("site.yml", ["-e", json.dumps({"kafka_heapsize": "2g", "kafka_data_dirs": "/data"})])
     output = one_line(run.stdout)
     assert run.returncode != 0, output[-3000:]
     assert "kafka_heapsize: no such variable; did you mean kafka_heap_size?" in output
