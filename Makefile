@@ -176,7 +176,7 @@ journey: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## molecu
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	export KAFKALAB_JOURNEY=full; m='$(BIN)/molecule'; \
 	$$m destroy -s zookeeper && $$m syntax -s zookeeper && $$m create -s zookeeper && $$m converge -s zookeeper \
-	  && $$m idempotence -s zookeeper && $$m verify -s zookeeper && $$m side-effect -s zookeeper; \
+	  && $$m idempotence -s zookeeper && $$m verify -s zookeeper; \
 	rc=$$?; $$m destroy -s zookeeper; exit $$rc
 
 # The scenario's own target (molecule-%) with the journey's plays: the variable reaches its recipe.

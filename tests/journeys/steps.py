@@ -93,7 +93,7 @@ class Load:
     to the report, and fails the step when anything acked is not there once."""
 
     bootstrap: str
-    client_config: str
+    client_config: str | None
     state: Path
     report: Path
     topic: str = "lifecycle"
@@ -130,8 +130,7 @@ class Load:
             self.topic,
             "--rate",
             str(self.rate),
-            "--client-config",
-            self.client_config,
+            *(["--client-config", self.client_config] if self.client_config else []),
         )
 
     def checkpoint(self, phase: str) -> str:

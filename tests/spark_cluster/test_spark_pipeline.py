@@ -93,9 +93,9 @@ def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: Spa
         pytest.skip("the brokers' bootstrap listener takes no logins")
     login = {**spark_node.kafka_login(), "ssl_cafile": os.path.join(ca_dir(), "trust.pem")}
     topic = spark_node.config["kafka"]["topics"][0]
-    # The side effect wrote the job's events to its topic. The low-latency path's output topic is one it may write
-    # and so see, but not read: the fetch is refused. (A topic it has no ACL for at all, it cannot even see: the
-    # brokers leave it out of the metadata they give it, and kafka-python then never fetches.)
+    # The journey (tests/journeys/test_spark.py) wrote the job's events to its topic. The low-latency path's output
+    # topic is one it may write and so see, but not read: the fetch is refused. (A topic it has no ACL for at all, it
+    # cannot even see: the brokers leave it out of the metadata they give it, and kafka-python then never fetches.)
     assert read_error(login, spark_node.bootstrap, topic) is None, f"the job's user may not read {topic}"
     if "realtime" in spark_node.config:
         output = spark_node.config["realtime"]["output_topic"]
@@ -305,7 +305,7 @@ def test_the_windowed_counts_count_each_archived_record_once(spark_node: SparkNo
     records of its topic and time. A window is written once the watermark (the latest event time seen, less
     the delay) passes its end, so a few events keep arriving meanwhile, as they would in production. Last in
     this file: by now the windows of the first runs have closed, or nearly (in molecule's spark scenario the
-    side effect produced events minutes apart, so two windows closed before the verify step began)."""
+    journey produced events minutes apart, so two windows closed before the verify step began)."""
 
     def windows_closed() -> dict[str, Any] | None:
         produce_numbered(spark_node.bootstrap, spark_node.topic, 20)
