@@ -5,9 +5,9 @@ machine (each Kafka node's key, in key.pem and node.pem; each ZooKeeper server's
 CA's key on the controller, Spark's shared secret (spark.authenticate.secret), and every SCRAM user's password the
 inventory declares (kafka_users). A key gives itself away by any line of its base64 body.
 
-- The output of a whole converge at -vvv (the spark scenario's side effect and the default scenario's lifecycle
-  journey run site.yml again that way, into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them,
-  and shows that it ran the tasks that handle them with their output hidden.
+- The output of a whole converge at -vvv (the spark and default scenarios' journeys run site.yml again that way,
+  into .cache/lifecycle/molecule-<scenario>.vvv.log) holds none of them, and shows that it ran the tasks that handle
+  them with their output hidden.
 - On every machine, no file under /etc, /opt, /var, /srv, /run, /tmp, /home or /root that the user nobody can
   read holds one.
 """
@@ -28,7 +28,7 @@ from kafkalab.ansible_driver import group_hosts
 
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_NAME", "spark")
 VVV_LOG = ROOT / ".cache" / "lifecycle" / f"molecule-{SCENARIO}.vvv.log"
-# The scenarios that run site.yml at -vvv into VVV_LOG (spark: its side effect; default: its lifecycle journey).
+# The scenarios that run site.yml at -vvv into VVV_LOG (tests/journeys: test_spark.py, test_lifecycle.py).
 VVV_SCENARIOS = ("default", "spark")
 MACHINES = one_per_machine(sorted(set(group("all")) - {"localhost"}))
 SCANNED = "/etc /opt /var /srv /run /tmp /home /root"
@@ -134,7 +134,7 @@ def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None
         ]
     if _scram_passwords():
         tasks += [
-            f"{ROLE}kafka : Write the node's secrets",
+            f"{ROLE}kafka : Write the node's files",
             f"{ROLE}kafka_topics : Apply the declared SCRAM users and ACLs",
         ]
         if group_hosts(inventory_listing(), "spark"):

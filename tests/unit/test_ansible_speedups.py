@@ -5,6 +5,8 @@
   plugin that records the pid of each process importing it shows that, and that a role included at run time
   (whose filter_plugins join the search path then) still has its filters.
 - kafkalab.kafka.node_files: several files of a node read in one call (the host preflights), read only.
+- kafkalab.kafka.write_files: a node's directories, files and links in one call (the kafka role's), byte for byte
+  what the file, template and copy modules made, and a secret in no output.
 """
 
 from __future__ import annotations
@@ -249,3 +251,111 @@ def test_pki_install_writes_certificate_cas_and_key_store_in_one_call_and_only_w
     (tls / "node.pem").chmod(0o644)
     assert run("CERT-1\n", "CA-A\nCA-B\n")["written"] == ["node.pem"]
     assert oct((tls / "node.pem").stat().st_mode & 0o777) == "0o640"
+
+
+WRITE_FILES = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    greeting: hello
+    items_: [a, b]
+  tasks:
+    - name: Render the template the way the template module does
+      ansible.builtin.template:
+        src: config.j2
+        dest: {dir}/by-template
+        group: {group}
+        mode: "0640"
+    - name: Copy the file the way the copy module does
+      ansible.builtin.copy:
+        src: rules.yml
+        dest: {dir}/by-copy
+        group: {group}
+        mode: "0640"
+    - name: Write them all in one call
+      kafkalab.kafka.write_files:
+        directories:
+          - path: {dir}/made/inner
+            group: {group}
+            mode: "0750"
+        links:
+          - path: {dir}/made/inner/link
+            target: {dir}/by-lookup
+        files:
+          - path: {dir}/by-lookup
+            content: "{{{{ lookup('ansible.builtin.template', 'config.j2') }}}}"
+            group: {group}
+            mode: "0640"
+          - path: {dir}/by-file-lookup
+            content: "{{{{ lookup('ansible.builtin.file', 'rules.yml', rstrip=false) }}}}"
+            group: {group}
+            mode: "0640"
+        hidden_files:
+          - path: {dir}/secret
+            content: "password={secret}\\n"
+            group: {group}
+            mode: "0600"
+      register: written
+    - name: Show what it did
+      ansible.builtin.copy:
+        content: "{{{{ written | to_json }}}}"
+        dest: {out}
+      check_mode: false
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the files are root's (chown to uid 0)")
+def test_write_files_writes_what_the_template_and_copy_modules_would_in_one_call_and_hides_secrets(
+    tmp_path: Path,
+) -> None:
+    """kafkalab.kafka.write_files (the kafka role's files): byte for byte what the template and copy modules wrote
+    before it (a role moving to it restarts nothing), only what changed, check mode, and a secret in no output."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "files").mkdir()
+    # Blocks (trim_blocks), a trailing newline and a backslash: where renderers differ.
+    (tmp_path / "templates" / "config.j2").write_text(
+        "# {{ greeting }}\n{% for item in items_ %}\nitem.{{ item }}=C:\\\\dir\\n\n{% endfor %}\nend\n\n"
+    )
+    (tmp_path / "files" / "rules.yml").write_text("rules:\n  - a\n\n")
+    out = tmp_path / "written.json"
+    files = tmp_path / "out"
+    files.mkdir()
+    group = grp.getgrgid(os.getgid()).gr_name
+    secret = "s3cret-Value-9"
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(WRITE_FILES.format(dir=files, group=group, secret=secret, out=out))
+
+    def run(*args: str, check: bool = False) -> tuple[dict, str]:
+        result = run_playbook(playbook, "localhost,", cwd=tmp_path, args=[*LOCAL, *args], check=check, timeout=120)
+        assert result.returncode == 0, result.stdout[-2000:]
+        return json.loads(out.read_text()), result.stdout
+
+    first, said = run("-vvv", "--diff")
+    inner = files / "made" / "inner"
+    expected = [str(inner)] + [str(files / name) for name in ("by-lookup", "by-file-lookup", "secret")]
+    assert first["written"] == [*expected, str(inner / "link")]
+    assert oct(inner.stat().st_mode & 0o777) == "0o750"
+    assert os.readlink(inner / "link") == str(files / "by-lookup")
+    assert (files / "by-lookup").read_bytes() == (files / "by-template").read_bytes()
+    assert (files / "by-file-lookup").read_bytes() == (files / "by-copy").read_bytes() == b"rules:\n  - a\n\n"
+    assert (files / "secret").read_text() == f"password={secret}\n"
+    assert oct((files / "secret").stat().st_mode & 0o777) == "0o600"
+    assert secret not in said and secret not in out.read_text()
+    again, _ = run()
+    assert not again["changed"] and again["written"] == []
+    # A file, modes and a link changed by hand: check mode names them and writes nothing; a run puts them back.
+    (files / "by-lookup").write_text("edited\n")
+    (files / "secret").chmod(0o644)
+    inner.chmod(0o755)
+    (inner / "link").unlink()
+    (inner / "link").symlink_to(files / "secret")
+    changed = [str(inner), str(files / "by-lookup"), str(files / "secret"), str(inner / "link")]
+    checked, _ = run(check=True)
+    assert checked["written"] == changed
+    assert (files / "by-lookup").read_text() == "edited\n"
+    assert os.readlink(inner / "link") == str(files / "secret")
+    assert run()[0]["written"] == changed
+    assert os.readlink(inner / "link") == str(files / "by-lookup")
+    assert oct(inner.stat().st_mode & 0o777) == "0o750"
+    assert (files / "by-lookup").read_bytes() == (files / "by-template").read_bytes()
+    assert oct((files / "secret").stat().st_mode & 0o777) == "0o600"
