@@ -66,6 +66,17 @@ def group(name: str) -> list[str]:
     return hosts
 
 
+def hosts_in(name: str) -> list[str]:
+    """Hosts of an inventory group (its children's included), sorted; [] when it has none (group() refuses that)."""
+    return sorted(group_hosts(inventory_listing(), name))
+
+
+@cache
+def host_variables(name: str) -> dict[str, Any]:
+    """The host's variables as Ansible resolves them from the inventory, read once per host and run."""
+    return dict(runner().get_variables(name))
+
+
 def node(name: str) -> Any:
     """A testinfra host for an inventory host, reached the way Ansible reaches it."""
     return testinfra.get_host(f"ansible://{name}?ansible_inventory={inventory_path()}")

@@ -65,38 +65,13 @@ written:
 
 import grp
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _differs(path: str, content: str, gid: int, mode: int) -> bool:
-    if _read(path) != content:
-        return True
-    status = os.stat(path)
-    return (status.st_uid, status.st_gid, status.st_mode & 0o7777) != (0, gid, mode)
-
-
-def _write(path: str, content: str, gid: int, mode: int) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.chown(temporary, 0, gid)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import (
+    is_as_wanted,
+    read_text,
+    write_atomically,
+)
 
 
 def main() -> None:
@@ -121,19 +96,20 @@ def main() -> None:
         wanted.append((params["certificate_name"], params["certificate"], 0o644))
     if params["ca"].strip():
         wanted.append(("ca.pem", params["ca"], 0o644))
-    key = _read(os.path.join(params["dir"], "key.pem"))
+    key = read_text(os.path.join(params["dir"], "key.pem"))
     if params["certificate"].strip() and key is not None:
         wanted.append((params["bundle_name"], key + params["certificate"], 0o640))
     written, diffs = [], []
     for name, content, mode in wanted:
         path = os.path.join(params["dir"], name)
-        if os.path.exists(path) and not _differs(path, content, gid, mode):
+        if is_as_wanted(path, content, 0, gid, mode):
             continue
         written.append(name)
         if name != params["bundle_name"]:
-            diffs.append({"before_header": path, "after_header": path, "before": _read(path) or "", "after": content})
+            before = read_text(path) or ""
+            diffs.append({"before_header": path, "after_header": path, "before": before, "after": content})
         if not module.check_mode:
-            _write(path, content, gid, mode)
+            write_atomically(path, content, 0, gid, mode)
     module.exit_json(changed=bool(written), written=written, diff=diffs)
 
 

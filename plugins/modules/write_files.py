@@ -136,9 +136,13 @@ written:
 import grp
 import os
 import pwd
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import (
+    is_as_wanted,
+    read_text,
+    write_atomically,
+)
 
 _FILE = {
     "path": {"type": "path", "required": True},
@@ -147,28 +151,6 @@ _FILE = {
     "group": {"type": "str", "default": "root"},
     "mode": {"type": "str", "required": True},
 }
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _write(path: str, content: str, uid: int, gid: int, mode: int) -> None:
-    handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.chown(temporary, uid, gid)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def _ids(module: AnsibleModule, wanted: dict[str, str]) -> tuple[int, int, int]:
@@ -264,18 +246,16 @@ def main() -> None:
     for wanted, secret in shown + hidden:
         path, content = wanted["path"], wanted["content"]
         uid, gid, mode = _ids(module, wanted)
-        before = _read(path)
-        if before == content and os.path.isfile(path):
-            status = os.stat(path)
-            if (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (uid, gid, mode):
-                continue
+        if is_as_wanted(path, content, uid, gid, mode):
+            continue
+        before = read_text(path)
         written.append(path)
         if secret:
             diffs.append({"before_header": path, "after_header": f"{path} (content not shown)"})
         else:
             diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": content})
         if not module.check_mode:
-            _write(path, content, uid, gid, mode)
+            write_atomically(path, content, uid, gid, mode)
     for wanted in module.params["links"]:
         diff = _link(module, wanted)
         if diff:

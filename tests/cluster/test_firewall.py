@@ -36,13 +36,14 @@ import kafka
 import pytest
 from conftest import Cluster, listener_security, read_properties
 from inventory_hosts import (
+    host_variables,
+    hosts_in,
     inventory_path,
     kafka_properties_path,
     kafka_unit,
     machine_mates,
     node,
     one_per_machine,
-    runner,
 )
 from kafka.admin import KafkaAdminClient, NewTopic
 from prometheus_api import wait_until
@@ -89,17 +90,8 @@ def knock_locally(targets: Iterable[str]) -> dict[str, str]:
 # ---- the oracle: what the inventory and the running services imply ------------------------------
 
 
-def hosts_of(name: str) -> list[str]:
-    return list(runner().get_hosts(name))
-
-
-@cache
-def variables(host: str) -> dict[str, Any]:
-    return dict(runner().get_variables(host))
-
-
 def address(host: str) -> str:
-    v = variables(host)
+    v = host_variables(host)
     return str(v.get("firewall_address") or v.get("ansible_host") or host)
 
 
@@ -109,7 +101,7 @@ def ufw_source(network: str) -> str:
 
 
 def networks(host: str, kind: str) -> list[str]:
-    return [ufw_source(n) for n in variables(host).get(f"firewall_{kind}_networks", [])]
+    return [ufw_source(n) for n in host_variables(host).get(f"firewall_{kind}_networks", [])]
 
 
 # A listener's client_networks may name a class of networks instead of a CIDR (roles/firewall/README.md): the
@@ -128,7 +120,7 @@ def listener_sources(host: str, listed: list[str]) -> list[str]:
 def managed_hosts() -> list[str]:
     """One inventory host per machine: instances on one machine (kafka_instance) share its ufw."""
     return one_per_machine(
-        sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark"), *hosts_of("monitoring")})
+        sorted({*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")})
     )
 
 
@@ -141,7 +133,7 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address.
 
     A machine's ufw holds the rules of every inventory host on it (one Kafka instance each)."""
-    every = sorted({*hosts_of("kafka"), *hosts_of("zookeeper"), *hosts_of("spark"), *hosts_of("monitoring")})
+    every = sorted({*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")})
     return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
 
 
@@ -188,7 +180,7 @@ def monitoring_rules(host: str, port: str | None) -> set[tuple[str, str]]:
     """An exporter port: open to the monitoring hosts and the monitoring networks."""
     if port is None:
         return set()
-    return {(f"{port}/tcp", address(h)) for h in hosts_of("monitoring")} | {
+    return {(f"{port}/tcp", address(h)) for h in hosts_in("monitoring")} | {
         (f"{port}/tcp", src) for src in networks(host, "monitoring")
     }
 
@@ -196,19 +188,19 @@ def monitoring_rules(host: str, port: str | None) -> set[tuple[str, str]]:
 def host_rules(host: str) -> frozenset[tuple[str, str]]:
     """The rules one inventory host's services imply."""
     rules: set[tuple[str, str]] = {("22/tcp", src) for src in networks(host, "admin")}
-    brokers, controllers = hosts_of("kafka_broker"), hosts_of("kafka_controller")
-    if variables(host).get("kafka_mode") == "zookeeper":
+    brokers, controllers = hosts_in("kafka_broker"), hosts_in("kafka_controller")
+    if host_variables(host).get("kafka_mode") == "zookeeper":
         # Standby controllers (for playbooks/migrate_to_kraft.yml) open nothing for Kafka yet.
         controllers = []
-    spark = hosts_of("spark")
-    zookeepers = hosts_of("zookeeper")
+    spark = hosts_in("spark")
+    zookeepers = hosts_in("zookeeper")
     if host in brokers or host in controllers:
         props = read_properties(node(host), kafka_properties_path(host))
         ports = {
             item.split("://")[0]: item.rsplit(":", 1)[1] for item in props["listeners"].split(",") if "://" in item
         }
         controller_names = set(props.get("controller.listener.names", "").split(","))
-        declared = {item["name"]: item for item in variables(host).get("kafka_listeners", [])}
+        declared = {item["name"]: item for item in host_variables(host).get("kafka_listeners", [])}
         for name, port in ports.items():
             if name in controller_names:
                 rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *controllers}}
@@ -218,9 +210,9 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
             rules |= {(f"{port}/tcp", src) for src in clients}
             if name == props["inter.broker.listener.name"]:
                 # In-cluster clients: the Spark job, and the consumer-lag exporter on the monitoring hosts.
-                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark, *hosts_of("monitoring")}}
+                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark, *hosts_in("monitoring")}}
         rules |= monitoring_rules(host, agent_port(host, kafka_unit(host)))
-    if host in zookeepers and variables(host).get("kafka_mode") == "zookeeper":
+    if host in zookeepers and host_variables(host).get("kafka_mode") == "zookeeper":
         cfg = zoo_cfg(host)
         # The client port: clientPort, or secureClientPort with zookeeper_tls (then nothing listens in plaintext).
         client_port = cfg.get("clientPort") or cfg["secureClientPort"]
@@ -231,19 +223,19 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
     if host in spark:
         rules |= {("Anywhere", f"{address(h)}/tcp") for h in spark}
         ui = []
-        if host in hosts_of("spark_master"):
+        if host in hosts_in("spark_master"):
             # The master's UI, and the UIs (REST APIs) of the consumer job's drivers (the archive's, and the
             # low-latency path's when it runs): the ports their spark-submit properties give, no other.
-            ui += [str(variables(host).get("spark_master_webui_port", 8080)), *driver_ui_ports(host)]
-        if host in hosts_of("spark_worker"):
-            ui.append(str(variables(host).get("spark_worker_webui_port", 8081)))
+            ui += [str(host_variables(host).get("spark_master_webui_port", 8080)), *driver_ui_ports(host)]
+        if host in hosts_in("spark_worker"):
+            ui.append(str(host_variables(host).get("spark_worker_webui_port", 8081)))
         rules |= {(f"{port}/tcp", src) for port in ui for src in networks(host, "monitoring")}
         # Prometheus's hosts scrape the UIs' metrics servlets, and the job's own metrics ports (its settings file).
-        rules |= {(f"{port}/tcp", address(h)) for port in ui for h in hosts_of("monitoring")}
+        rules |= {(f"{port}/tcp", address(h)) for port in ui for h in hosts_in("monitoring")}
         for port in job_metrics_ports(host):
             rules |= monitoring_rules(host, port)
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
-    if host in hosts_of("monitoring"):
+    if host in hosts_in("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")
         rules |= {(f"{port}/tcp", src) for src in networks(host, "monitoring")}
     own = address(host)
@@ -321,7 +313,7 @@ def assert_knocks_match_rules(results: dict[str, str], source: str) -> None:
     assert wrong == {}
 
 
-@pytest.mark.parametrize("probe", hosts_of("firewall_probes"))
+@pytest.mark.parametrize("probe", hosts_in("firewall_probes"))
 def test_probe_host_gets_through_exactly_where_a_rule_lets_it(probe: str) -> None:
     """The outsider is dropped everywhere (controller, inter-broker, ZooKeeper, client, SSH ports);
     a probe in a client network reaches the client listeners and nothing else."""
@@ -377,10 +369,10 @@ def client_probes() -> list[str]:
     """Probe hosts inside a client network of the brokers (the molecule default scenario has one)."""
     return [
         p
-        for p in hosts_of("firewall_probes")
+        for p in hosts_in("firewall_probes")
         if any(
             ipaddress.ip_address(address(p)) in ipaddress.ip_network(n)
-            for b in hosts_of("kafka_broker")
+            for b in hosts_in("kafka_broker")
             for n in networks(b, "client")
         )
     ]
@@ -415,7 +407,9 @@ def test_client_in_an_allowed_network_produces_and_consumes_through_the_client_l
 
 def external_names(cluster: Cluster) -> set[str]:
     """The listeners the inventory marks external."""
-    return {item["name"] for item in variables(cluster.brokers[0]).get("kafka_listeners", []) if item.get("external")}
+    return {
+        item["name"] for item in host_variables(cluster.brokers[0]).get("kafka_listeners", []) if item.get("external")
+    }
 
 
 def external_listeners(cluster: Cluster) -> dict[str, str]:
@@ -478,7 +472,7 @@ def test_a_run_that_would_cut_its_own_ssh_connection_is_refused_before_any_chang
     """Over SSH (the lab, real VMs): admin networks that leave out where Ansible connects from stop the
     run in the read-only host preflight, naming host and variable; no rule changes anywhere."""
     first = managed_hosts()[0]
-    if variables(first).get("ansible_connection", "ssh") not in ("ssh", "ansible.builtin.ssh", "paramiko"):
+    if host_variables(first).get("ansible_connection", "ssh") not in ("ssh", "ansible.builtin.ssh", "paramiko"):
         pytest.skip("this inventory reaches its hosts without SSH (docker exec): nothing to lock out")
     before = {name: node(name).check_output("ufw status") for name in managed_hosts()}
     result = subprocess.run(

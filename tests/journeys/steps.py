@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
-from inventory_hosts import ROOT, kafka_properties_path, kafka_unit, node, run_playbook
+from inventory_hosts import ROOT, kafka_properties_path, kafka_unit, node, playbook_command, playbook_env, run_playbook
 
 
 def one_line(output: str) -> str:
@@ -83,6 +83,45 @@ def refused(playbook: str, *args: str, inventories: Sequence[str] = ()) -> str:
     run = run_playbook(playbook, args, timeout=3600, inventories=inventories)
     assert run.returncode != 0, f"{playbook} was not refused:\n{run.stdout[-4000:]}"
     return one_line(run.stdout)
+
+
+RECAP = r"(?m)^([a-z][a-z0-9-]*)\s+: ok=\d+\s+changed=(\d+)"
+
+
+def recap(output: str) -> list[tuple[str, str]]:
+    """(host, changed) from a run's PLAY RECAP."""
+    return re.findall(RECAP, output)
+
+
+def vvv_run(playbook: str, args: Sequence[str], log: Path) -> list[tuple[str, str]]:
+    """A run at -vvv into `log` (tests/cluster/test_secrets.py reads it), not into ANSIBLE_LOG_PATH (the load's
+    phases read that one): it must succeed; its recap."""
+    env = {key: value for key, value in playbook_env().items() if key != "ANSIBLE_LOG_PATH"}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        run = subprocess.run(
+            playbook_command(playbook, ["-vvv", *args]),
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=3600,
+            check=False,
+        )
+    assert run.returncode == 0, f"{playbook} failed: {log}"
+    return recap(log.read_text())
+
+
+def interrupted(playbook: str, args: Sequence[str], hosts: Sequence[str], probe: str, log: Path) -> str:
+    """The playbook run SIGKILLed once `probe` (a shell command with {host}) succeeds on every host
+    (python -m kafkalab.interrupt, which logs to `log`): what it said of when it killed the run."""
+    command = [sys.executable, "-m", "kafkalab.interrupt", "--hosts", ",".join(hosts), "--probe", probe]
+    command += ["--log", str(log), "--", *playbook_command(playbook, args)]
+    killed = subprocess.run(
+        command, cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=3600, check=False
+    )
+    assert killed.returncode == 0, killed.stdout + killed.stderr
+    return killed.stdout.strip()
 
 
 @dataclass

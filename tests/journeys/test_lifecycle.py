@@ -36,8 +36,6 @@ import itertools
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -48,12 +46,11 @@ from inventory_hosts import (
     ROOT,
     ca_dir,
     group,
+    host_variables,
+    hosts_in,
     inventory_listing,
     kafka_properties_path,
     node,
-    playbook_command,
-    playbook_env,
-    runner,
 )
 from kafka.admin import KafkaAdminClient
 
@@ -62,15 +59,16 @@ from journeys.steps import (
     ansible,
     down_window,
     inter_broker_address,
+    interrupted,
     one_line,
     properties,
     refused,
     restart_pending,
     served_certificate,
     started_at,
+    vvv_run,
 )
 from kafkalab import kafka_client
-from kafkalab.ansible_driver import group_hosts
 
 pytestmark = pytest.mark.changes_cluster
 
@@ -85,20 +83,12 @@ NOT_A_DIRECTORY_ID = {"", "AAAAAAAAAAAAAAAAAAAAAA"}
 SEEN: dict[str, Any] = {}
 
 
-def hosts_of(name: str) -> list[str]:
-    return sorted(group_hosts(inventory_listing(), name))
-
-
-def variables(name: str) -> dict[str, Any]:
-    return dict(runner().get_variables(name))
-
-
 def release_dir(name: str) -> str:
     return str(node(name).check_output("readlink /opt/kafka/current"))
 
 
 def wanted_release(name: str) -> str:
-    found = variables(name)
+    found = host_variables(name)
     return f"/opt/kafka/kafka_{found.get('kafka_scala_version', '2.13')}-{found['kafka_version']}"
 
 
@@ -178,7 +168,7 @@ def test_upgrade_moves_every_node_to_the_inventorys_release_under_load(
         pytest.skip("the cluster already runs the inventory's release")
     SEEN["previous_version"] = os.path.basename(release_dir(first)).rsplit("-", 1)[1]
     ansible("upgrade.yml")
-    account(load, capsys, f"upgrade {SEEN['previous_version']} to {variables(first)['kafka_version']}")
+    account(load, capsys, f"upgrade {SEEN['previous_version']} to {host_variables(first)['kafka_version']}")
     assert {name: release_dir(name) for name in group("kafka")} == {
         name: wanted_release(name) for name in group("kafka")
     }
@@ -213,7 +203,7 @@ def test_a_quorum_move_killed_before_any_restart_restarted_nothing(load: Load) -
         pytest.skip("the quorum is dynamic already")
     nodes = group("kafka")
     if any(
-        "docker" not in str(variables(name).get("ansible_connection", "")) for name in nodes
+        "docker" not in str(host_variables(name).get("ansible_connection", "")) for name in nodes
     ):  # the probe looks into the containers
         pytest.skip("the killed run watches the nodes through docker exec")
     path = kafka_properties_path(nodes[0])
@@ -221,23 +211,7 @@ def test_a_quorum_move_killed_before_any_restart_restarted_nothing(load: Load) -
         f"docker exec {{host}} sh -c 'grep -qx log.retention.hours=72 {path} "
         f"&& ! grep -q ^controller.quorum.voters= {path}'"
     )
-    command = [
-        sys.executable,
-        "-m",
-        "kafkalab.interrupt",
-        "--hosts",
-        ",".join(nodes),
-        "--probe",
-        probe,
-        "--log",
-        str(load.state / "interrupted-run.log"),
-        "--",
-        *playbook_command("quorum_to_dynamic.yml", SAME),
-    ]
-    killed = subprocess.run(
-        command, cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=1800, check=False
-    )
-    assert killed.returncode == 0, killed.stdout + killed.stderr
+    interrupted("quorum_to_dynamic.yml", SAME, nodes, probe, load.state / "interrupted-run.log")
     assert {name: started_at(name) for name in nodes} == SEEN["started"], "the killed run restarted a node"
     for name in nodes:
         assert "log.retention.hours=72" in node(name).file(path).content_string.splitlines()
@@ -281,23 +255,9 @@ def test_the_quorum_is_dynamic_with_every_voters_directory_id() -> None:
 def test_a_third_run_of_site_yml_changes_and_restarts_nothing(load: Load, capsys: pytest.CaptureFixture[str]) -> None:
     if "started" not in SEEN:
         note_starts()
-    # At -vvv into a file of its own (tests/cluster/test_secrets.py reads it), not into ANSIBLE_LOG_PATH: the
-    # load's phases read that log.
     vvv = LIFECYCLE / (f"molecule-{SCENARIO}.vvv.log" if SCENARIO else "journey.vvv.log")
-    env = {key: value for key, value in playbook_env().items() if key != "ANSIBLE_LOG_PATH"}
-    with vvv.open("w") as out:
-        run = subprocess.run(
-            playbook_command("site.yml", ["-vvv", *SAME]),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=3600,
-            check=False,
-        )
-    recap = re.findall(r"(?m)^([a-z][a-z0-9-]*)\s+: ok=\d+\s+changed=(\d+)", vvv.read_text())
-    assert run.returncode == 0, f"site.yml failed: {vvv}"
-    assert set(group("kafka") + hosts_of("monitoring")) <= {host for host, _ in recap}, recap
+    recap = vvv_run("site.yml", SAME, vvv)
+    assert set(group("kafka") + hosts_in("monitoring")) <= {host for host, _ in recap}, recap
     assert [host for host, changed in recap if int(changed) > 0] == [], f"changed on a no-op run: {recap}"
     assert_nothing_restarted()
     account(load, capsys, "quorum to dynamic and a config roll, killed and finished; a no-op site.yml")
@@ -319,7 +279,7 @@ def logs_in(bootstrap: str, password: str) -> bool:
 
 def test_the_admin_password_changed_and_back_restarts_nothing(load: Load, tmp_path: Path) -> None:
     first = group("kafka")[0]
-    found = variables(first)
+    found = host_variables(first)
     admin = str(found.get("kafka_admin_user") or "admin")
     users = list(found.get("kafka_users") or [])
     old = next((user["password"] for user in users if user["name"] == admin), None)
@@ -347,7 +307,7 @@ def test_the_admin_password_changed_and_back_restarts_nothing(load: Load, tmp_pa
 def trust_files() -> dict[str, str]:
     """Every node's CA file, and the lag exporter's copy on the monitoring hosts."""
     return {name: "/etc/kafka/tls/ca.pem" for name in group("kafka")} | {
-        name: "/opt/kafka-lag-exporter/ca.pem" for name in hosts_of("monitoring")
+        name: "/opt/kafka-lag-exporter/ca.pem" for name in hosts_in("monitoring")
     }
 
 
@@ -414,7 +374,7 @@ def test_voter_changes_refused_from_the_inventory_alone_then_made_by_their_playb
     said = refused("kafka.yml", *SAME, inventories=[str(grown)])
     assert f"the KRaft controller quorum has {len(ids) + 1} hosts ({names}): it must be odd" in said
     assert "An even count is allowed only while the quorum changes: run playbooks/add_controller.yml" in said
-    spare_id = int(variables(SPARE)["kafka_node_id"])
+    spare_id = int(host_variables(SPARE)["kafka_node_id"])
     added = one_line(
         ansible("add_controller.yml", "-e", f"kafka_add_controller={SPARE}", *SAME, inventories=[str(grown)])
     )

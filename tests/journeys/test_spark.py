@@ -40,17 +40,23 @@ from inventory_hosts import (
     kafka_instance,
     machine_mates,
     node,
-    playbook_command,
-    playbook_env,
     run_playbook,
 )
 
-from journeys.steps import Load, ansible, inter_broker_address, one_line, restart_pending, started_at
+from journeys.steps import (
+    Load,
+    ansible,
+    inter_broker_address,
+    one_line,
+    recap,
+    restart_pending,
+    started_at,
+    vvv_run,
+)
 
 FULL = os.environ.get("KAFKALAB_JOURNEY") == "full"
 full_only = pytest.mark.skipif(not FULL, reason="make journey-spark only (KAFKALAB_JOURNEY=full)")
 LIFECYCLE = ROOT / ".cache" / "lifecycle"
-RECAP = r"(?m)^([a-z][a-z0-9-]*)\s+: ok=\d+\s+changed=(\d+)"
 SEEN: dict[str, Any] = {}
 
 pytestmark = pytest.mark.changes_cluster
@@ -78,10 +84,6 @@ def job_events() -> None:
     command += ["--count", "20", "--client-config", client_config()]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
-
-
-def recap(output: str) -> list[tuple[str, str]]:
-    return re.findall(RECAP, output)
 
 
 def started() -> dict[str, int]:
@@ -116,21 +118,7 @@ def load() -> Iterator[Load]:
 
 def test_site_yml_again_at_vvv_changes_and_restarts_nothing(load: Load) -> None:
     before = started()
-    vvv = LIFECYCLE / "molecule-spark.vvv.log"
-    # Not into ANSIBLE_LOG_PATH: the load's phases read that log.
-    env = {key: value for key, value in playbook_env().items() if key != "ANSIBLE_LOG_PATH"}
-    with vvv.open("w") as out:
-        run = subprocess.run(
-            playbook_command("site.yml", ["-vvv"]),
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=3600,
-            check=False,
-        )
-    found = recap(vvv.read_text())
-    assert run.returncode == 0, f"site.yml failed: {vvv}"
+    found = vvv_run("site.yml", [], LIFECYCLE / "molecule-spark.vvv.log")
     assert set(group("all")) - {"localhost"} <= {host for host, _ in found}, found
     assert [host for host, changed in found if int(changed) > 0] == [], f"changed on a no-op run: {found}"
     assert started() == before, "an instance restarted"

@@ -29,17 +29,15 @@ import itertools
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import kafka_stage
-from inventory_hosts import ROOT, group, kafka_address, node, playbook_command, playbook_env, runner
+from inventory_hosts import ROOT, group, host_variables, kafka_address, node
 
-from journeys.steps import Load, ansible, properties, refused
+from journeys.steps import Load, ansible, interrupted, properties, recap, refused
 
 FULL = os.environ.get("KAFKALAB_JOURNEY") == "full"
 full_only = pytest.mark.skipif(not FULL, reason="make journey only (KAFKALAB_JOURNEY=full)")
@@ -58,12 +56,8 @@ def zookeeper_cluster() -> None:
         pytest.skip("a KRaft cluster: this journey starts in ZooKeeper mode")
 
 
-def variables(name: str) -> dict[str, Any]:
-    return dict(runner().get_variables(name))
-
-
 def tls() -> bool:
-    return bool(variables(group("zookeeper")[0]).get("zookeeper_tls", False))
+    return bool(host_variables(group("zookeeper")[0]).get("zookeeper_tls", False))
 
 
 def zookeeper_started(name: str) -> int:
@@ -80,7 +74,7 @@ def zookeeper_down_window(name: str) -> tuple[int, int]:
 
 def leads(name: str) -> bool:
     """Whether the server says it leads the ensemble (srvr, by the address its certificate names)."""
-    found = variables(name)
+    found = host_variables(name)
     address = f"{found['firewall_address']}:{found.get('zookeeper_client_port', 2181)}"
     with_tls = "--tls /etc/zookeeper/tls " if tls() else ""
     return "Mode: leader" in node(name).check_output(f"/usr/local/bin/zk4lw {with_tls}srvr {address}")
@@ -89,7 +83,7 @@ def leads(name: str) -> bool:
 def registered_in_zookeeper() -> list[int]:
     """The broker ids in ZooKeeper's /brokers/ids, read with ZooKeeper's own shell (Kafka's may be 4.x by now)."""
     name = group("zookeeper")[0]
-    found = variables(name)
+    found = host_variables(name)
     command = (
         f"/opt/zookeeper/current/bin/zookeeper-shell.sh {found['firewall_address']}:"
         f"{found.get('zookeeper_client_port', 2181)} ls /brokers/ids"
@@ -131,10 +125,9 @@ def assert_phase(broker: str, controller: str, registered: list[int], release: s
 
 
 def assert_changes_nothing(playbook: str, *args: str) -> None:
-    said = ansible(playbook, *args)
-    recap = re.findall(r"(?m)^([a-z][a-z0-9-]*)\s+: ok=\d+\s+changed=(\d+)", said)
-    assert set(group("kafka")) <= {host for host, _ in recap}, recap
-    assert [host for host, changed in recap if int(changed) > 0] == [], f"changed on a second run: {recap}"
+    found = recap(ansible(playbook, *args))
+    assert set(group("kafka")) <= {host for host, _ in found}, found
+    assert [host for host, changed in found if int(changed) > 0] == [], f"changed on a second run: {found}"
 
 
 def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> None:
@@ -193,7 +186,7 @@ def test_a_server_with_another_myid_and_a_switch_off_tls_are_refused() -> None:
         args = ["-e", json.dumps({"zookeeper_tls": False, "zookeeper_client_port": 2181})] if tls() else []
         said = refused("zookeeper.yml", *SETTING, *args)
     finally:
-        myid = variables(name)["zookeeper_myid"]
+        myid = host_variables(name)["zookeeper_myid"]
         node(name).run_expect([0], f"printf {myid} > {MYID} && chown zookeeper:zookeeper {MYID} && chmod 0640 {MYID}")
     assert f"{name}: {MYID} holds 9 but the inventory gives this host zookeeper_myid {myid}" in said
     if tls():
@@ -222,25 +215,11 @@ def test_a_migration_killed_once_every_broker_has_its_migration_file_is_finished
     load: Load, capsys: pytest.CaptureFixture[str]
 ) -> None:
     probe = "docker exec {host} grep -qx zookeeper.metadata.migration.enable=true /etc/kafka/server.properties"
-    command = [
-        sys.executable,
-        "-m",
-        "kafkalab.interrupt",
-        "--hosts",
-        ",".join(group("kafka_broker")),
-        "--probe",
-        probe,
-        "--log",
-        str(load.state / "interrupted-migration.log"),
-        "--",
-        *playbook_command("migrate_to_kraft.yml", SETTING),
-    ]
-    killed = subprocess.run(
-        command, cwd=ROOT, env=playbook_env(), capture_output=True, text=True, timeout=3600, check=False
+    said = interrupted(
+        "migrate_to_kraft.yml", SETTING, group("kafka_broker"), probe, load.state / "interrupted-migration.log"
     )
-    assert killed.returncode == 0, killed.stdout + killed.stderr
     with capsys.disabled():
-        print(f"\n{killed.stdout.strip()}")
+        print(f"\n{said}")
     ansible("migrate_to_kraft.yml", *SETTING)
     assert_phase(broker="kraft", controller="migration", registered=[])
     account(load, capsys, "migrate to KRaft (killed once, resumed)")

@@ -1,0 +1,39 @@
+"""A node's small text files read and replaced atomically (the modules that write configuration and key stores)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, or None when it is absent, unreadable or not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def is_as_wanted(path: str, content: str, uid: int, gid: int, mode: int) -> bool:
+    """Whether the file holds exactly `content` with this owner, group and mode."""
+    if read_text(path) != content or not os.path.isfile(path):
+        return False
+    status = os.stat(path)
+    return (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (uid, gid, mode)
+
+
+def write_atomically(path: str, content: str, uid: int, gid: int, mode: int) -> None:
+    """A temporary file in the same directory, owned and moded first, renamed over `path`: a reader never sees half
+    a file, nor the content under the wrong owner or mode."""
+    handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(content)
+        os.chown(temporary, uid, gid)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
