@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 
@@ -15,12 +16,14 @@ def read_text(path: str) -> str | None:
         return None
 
 
-def is_as_wanted(path: str, content: str, uid: int, gid: int, mode: int) -> bool:
-    """Whether the file holds exactly `content` with this owner, group and mode."""
-    if read_text(path) != content or not os.path.isfile(path):
+def owned_as(path: str, uid: int, gid: int, mode: int, *, directory: bool = False) -> bool:
+    """Whether `path` is a regular file (or, with `directory`, a directory) with this owner, group and mode."""
+    try:
+        status = os.stat(path)
+    except OSError:
         return False
-    status = os.stat(path)
-    return (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (uid, gid, mode)
+    kind = stat.S_ISDIR if directory else stat.S_ISREG
+    return kind(status.st_mode) and (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (uid, gid, mode)
 
 
 def write_atomically(path: str, content: str, uid: int, gid: int, mode: int) -> None:

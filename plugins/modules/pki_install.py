@@ -68,7 +68,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import (
-    is_as_wanted,
+    owned_as,
     read_text,
     write_atomically,
 )
@@ -102,12 +102,12 @@ def main() -> None:
     written, diffs = [], []
     for name, content, mode in wanted:
         path = os.path.join(params["dir"], name)
-        if is_as_wanted(path, content, 0, gid, mode):
+        before = read_text(path)
+        if before == content and owned_as(path, 0, gid, mode):
             continue
         written.append(name)
         if name != params["bundle_name"]:
-            before = read_text(path) or ""
-            diffs.append({"before_header": path, "after_header": path, "before": before, "after": content})
+            diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": content})
         if not module.check_mode:
             write_atomically(path, content, 0, gid, mode)
     module.exit_json(changed=bool(written), written=written, diff=diffs)

@@ -139,7 +139,7 @@ import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import (
-    is_as_wanted,
+    owned_as,
     read_text,
     write_atomically,
 )
@@ -177,9 +177,9 @@ def _directory(module: AnsibleModule, wanted: dict[str, str]) -> dict[str, str] 
     if os.path.lexists(path):
         if not os.path.isdir(path) or os.path.islink(path):
             module.fail_json(msg=f"write_files: {path} exists and is not a directory; move it away and run again")
-        status = os.stat(path)
-        if (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (uid, gid, mode):
+        if owned_as(path, uid, gid, mode, directory=True):
             return None
+        status = os.stat(path)
         before = f"directory {status.st_uid}:{status.st_gid} {oct(status.st_mode & 0o7777)}\n"
     else:
         before = ""
@@ -196,7 +196,7 @@ def _link(module: AnsibleModule, wanted: dict[str, str]) -> dict[str, str] | Non
     before = os.readlink(path) if os.path.islink(path) else None
     if before == target:
         return None
-    if os.path.lexists(path) and before is None and os.path.isdir(path):
+    if before is None and os.path.isdir(path):
         module.fail_json(msg=f"write_files: {path} is a directory, not a link; move it away and run again")
     if not module.check_mode:
         temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.link")
@@ -246,9 +246,9 @@ def main() -> None:
     for wanted, secret in shown + hidden:
         path, content = wanted["path"], wanted["content"]
         uid, gid, mode = _ids(module, wanted)
-        if is_as_wanted(path, content, uid, gid, mode):
-            continue
         before = read_text(path)
+        if before == content and owned_as(path, uid, gid, mode):
+            continue
         written.append(path)
         if secret:
             diffs.append({"before_header": path, "after_header": f"{path} (content not shown)"})

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import ROOT, kafka_properties_path, kafka_unit, node, playbook_command, playbook_env, run_playbook
 
@@ -19,20 +21,30 @@ def one_line(output: str) -> str:
     return re.sub(r"\s+", " ", output)
 
 
-def started_at(name: str) -> int:
-    """When the host's Kafka last started (systemd's monotonic clock: one kernel for every container)."""
-    unit = kafka_unit(name)
+def started_at(name: str, unit: str | None = None) -> int:
+    """When the host's Kafka (or `unit`) last started (systemd's monotonic clock: one kernel for every container)."""
+    unit = unit or kafka_unit(name)
     return int(node(name).check_output(f"systemctl show {unit} --property=ActiveEnterTimestampMonotonic --value"))
 
 
-def down_window(name: str) -> tuple[int, int]:
-    """When the host's Kafka last stopped and last started (monotonic µs)."""
-    unit = kafka_unit(name)
+def down_window(name: str, unit: str | None = None) -> tuple[int, int]:
+    """When the host's Kafka (or `unit`) last stopped and last started (monotonic µs)."""
+    unit = unit or kafka_unit(name)
     shown = node(name).check_output(
         f"systemctl show {unit} --property=ActiveExitTimestampMonotonic --property=ActiveEnterTimestampMonotonic"
     )
     values = dict(line.split("=", 1) for line in shown.splitlines())
     return int(values["ActiveExitTimestampMonotonic"]), int(values["ActiveEnterTimestampMonotonic"])
+
+
+def restarted_one_at_a_time(started: dict[str, int], unit: str | None = None) -> list[str]:
+    """Checks that every host of `started` (when its Kafka, or `unit`, started before) restarted since, and that no
+    two were down together (the next stopped only after the previous started again); returns the restart order."""
+    windows = sorted((*down_window(name, unit), name) for name in started)
+    assert [name for stopped, _, name in windows if stopped <= started[name]] == [], f"not restarted: {windows}"
+    overlapping = [f"{a[2]}+{b[2]}" for a, b in itertools.pairwise(windows) if b[0] <= a[1]]
+    assert overlapping == [], f"down together: {overlapping} ({windows})"
+    return [name for _, _, name in windows]
 
 
 def restart_pending(name: str) -> bool:
@@ -91,6 +103,12 @@ RECAP = r"(?m)^([a-z][a-z0-9-]*)\s+: ok=\d+\s+changed=(\d+)"
 def recap(output: str) -> list[tuple[str, str]]:
     """(host, changed) from a run's PLAY RECAP."""
     return re.findall(RECAP, output)
+
+
+def assert_unchanged(found: list[tuple[str, str]], hosts: Iterable[str]) -> None:
+    """Every one of `hosts` is in the run's recap, and no host of it changed anything."""
+    assert set(hosts) <= {host for host, _ in found}, found
+    assert [host for host, changed in found if int(changed) > 0] == [], f"changed: {found}"
 
 
 def vvv_run(playbook: str, args: Sequence[str], log: Path) -> list[tuple[str, str]]:
@@ -191,3 +209,11 @@ class Load:
             timeout=1800,
             check=False,
         )
+
+
+def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> str:
+    """The load's accounting at the end of a phase (stopping it with `stop`), shown in pytest's output."""
+    line = load.stop(phase) if stop else load.checkpoint(phase)
+    with capsys.disabled():
+        print(f"\n{line}")
+    return line

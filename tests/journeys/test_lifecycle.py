@@ -32,7 +32,6 @@ quorum is dynamic) are skipped and say so.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -56,14 +55,16 @@ from kafka.admin import KafkaAdminClient
 
 from journeys.steps import (
     Load,
+    account,
     ansible,
-    down_window,
+    assert_unchanged,
     inter_broker_address,
     interrupted,
     one_line,
     properties,
     refused,
     restart_pending,
+    restarted_one_at_a_time,
     served_certificate,
     started_at,
     vvv_run,
@@ -119,12 +120,6 @@ def assert_nothing_restarted() -> None:
 
 def note_starts() -> None:
     SEEN["started"] = {name: started_at(name) for name in group("kafka")}
-
-
-def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> None:
-    line = load.stop(phase) if stop else load.checkpoint(phase)
-    with capsys.disabled():
-        print(f"\n{line}")
 
 
 @pytest.fixture(scope="module")
@@ -224,12 +219,7 @@ def test_the_next_run_finishes_the_move_restarting_each_node_once_one_at_a_time(
     finished = one_line(ansible("kafka.yml", *SAME, "-e", "kafka_tls_renew_days=36500"))
     voters = ", ".join(str(i) for i in controller_ids())
     assert f"Controller quorum: dynamic (voters {voters} per the running quorum)" in finished
-    windows = sorted((*down_window(name), name) for name in group("kafka"))
-    assert [name for stopped, _, name in windows if stopped <= SEEN["started"][name]] == [], "not restarted"
-    overlapping = [
-        f"{a[2]}+{b[2]}" for a, b in itertools.pairwise(windows) if b[0] <= a[1]
-    ]  # the next stopped before the previous started again
-    assert overlapping == [], f"down together: {overlapping}"
+    restarted_one_at_a_time(SEEN["started"])
     assert [name for name in group("kafka") if restart_pending(name)] == []
     for name in group("kafka"):
         rc, served = served_certificate(name)
@@ -257,8 +247,7 @@ def test_a_third_run_of_site_yml_changes_and_restarts_nothing(load: Load, capsys
         note_starts()
     vvv = LIFECYCLE / (f"molecule-{SCENARIO}.vvv.log" if SCENARIO else "journey.vvv.log")
     recap = vvv_run("site.yml", SAME, vvv)
-    assert set(group("kafka") + hosts_in("monitoring")) <= {host for host, _ in recap}, recap
-    assert [host for host, changed in recap if int(changed) > 0] == [], f"changed on a no-op run: {recap}"
+    assert_unchanged(recap, group("kafka") + hosts_in("monitoring"))
     assert_nothing_restarted()
     account(load, capsys, "quorum to dynamic and a config roll, killed and finished; a no-op site.yml")
 

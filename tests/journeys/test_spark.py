@@ -43,9 +43,11 @@ from inventory_hosts import (
     run_playbook,
 )
 
+from journeys import steps
 from journeys.steps import (
     Load,
     ansible,
+    assert_unchanged,
     inter_broker_address,
     one_line,
     recap,
@@ -91,9 +93,8 @@ def started() -> dict[str, int]:
 
 
 def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> None:
-    line = load.stop(phase) if stop else load.checkpoint(phase)
-    with capsys.disabled():
-        print(f"\n{line}")
+    """The load's accounting (journeys.steps.account), then the Spark job's next 20 events."""
+    steps.account(load, capsys, phase, stop=stop)
     job_events()
 
 
@@ -119,8 +120,7 @@ def load() -> Iterator[Load]:
 def test_site_yml_again_at_vvv_changes_and_restarts_nothing(load: Load) -> None:
     before = started()
     found = vvv_run("site.yml", [], LIFECYCLE / "molecule-spark.vvv.log")
-    assert set(group("all")) - {"localhost"} <= {host for host, _ in found}, found
-    assert [host for host, changed in found if int(changed) > 0] == [], f"changed on a no-op run: {found}"
+    assert_unchanged(found, set(group("all")) - {"localhost"})
     assert started() == before, "an instance restarted"
 
 
@@ -146,9 +146,7 @@ def test_a_bad_own_certificate_is_refused_before_any_host_changes(problem: str, 
     assert run.returncode == 2, run.stdout[-4000:]
     assert f"{name}: kafka_tls_own_certificate '{certificate}' {says}" in said
     assert "nothing was changed" in said
-    found = recap(run.stdout)
-    assert set(group("kafka")) <= {host for host, _ in found}, found
-    assert [host for host, changed in found if int(changed) > 0] == [], found
+    assert_unchanged(recap(run.stdout), group("kafka"))
 
 
 def test_every_acknowledged_record_is_there_after_the_no_op_run(load: Load, capsys: pytest.CaptureFixture[str]) -> None:

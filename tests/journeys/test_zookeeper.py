@@ -25,7 +25,6 @@ the after_the_suite mark). On a KRaft cluster (the lab) the module is skipped.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -37,7 +36,18 @@ import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import kafka_stage
 from inventory_hosts import ROOT, group, host_variables, kafka_address, node
 
-from journeys.steps import Load, ansible, interrupted, properties, recap, refused
+from journeys.steps import (
+    Load,
+    account,
+    ansible,
+    assert_unchanged,
+    interrupted,
+    properties,
+    recap,
+    refused,
+    restarted_one_at_a_time,
+    started_at,
+)
 
 FULL = os.environ.get("KAFKALAB_JOURNEY") == "full"
 full_only = pytest.mark.skipif(not FULL, reason="make journey only (KAFKALAB_JOURNEY=full)")
@@ -58,18 +68,6 @@ def zookeeper_cluster() -> None:
 
 def tls() -> bool:
     return bool(host_variables(group("zookeeper")[0]).get("zookeeper_tls", False))
-
-
-def zookeeper_started(name: str) -> int:
-    return int(node(name).check_output("systemctl show zookeeper --property=ActiveEnterTimestampMonotonic --value"))
-
-
-def zookeeper_down_window(name: str) -> tuple[int, int]:
-    shown = node(name).check_output(
-        "systemctl show zookeeper --property=ActiveExitTimestampMonotonic --property=ActiveEnterTimestampMonotonic"
-    )
-    values = dict(line.split("=", 1) for line in shown.splitlines())
-    return int(values["ActiveExitTimestampMonotonic"]), int(values["ActiveEnterTimestampMonotonic"])
 
 
 def leads(name: str) -> bool:
@@ -125,15 +123,7 @@ def assert_phase(broker: str, controller: str, registered: list[int], release: s
 
 
 def assert_changes_nothing(playbook: str, *args: str) -> None:
-    found = recap(ansible(playbook, *args))
-    assert set(group("kafka")) <= {host for host, _ in found}, found
-    assert [host for host, changed in found if int(changed) > 0] == [], f"changed on a second run: {found}"
-
-
-def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> None:
-    line = load.stop(phase) if stop else load.checkpoint(phase)
-    with capsys.disabled():
-        print(f"\n{line}")
+    assert_unchanged(recap(ansible(playbook, *args)), group("kafka"))
 
 
 @pytest.fixture(scope="module")
@@ -161,17 +151,14 @@ def test_a_zookeeper_setting_restarts_every_server_once_one_at_a_time_leader_las
     load: Load, capsys: pytest.CaptureFixture[str]
 ) -> None:
     servers = group("zookeeper")
-    started = {name: zookeeper_started(name) for name in servers}
+    started = {name: started_at(name, "zookeeper") for name in servers}
     leaders = [name for name in servers if leads(name)]
     assert len(leaders) == 1, f"leaders before: {leaders}"
     ansible("zookeeper.yml", *SETTING)
-    windows = sorted((*zookeeper_down_window(name), name) for name in servers)
-    assert [name for stopped, _, name in windows if stopped <= started[name]] == [], f"not restarted: {windows}"
-    overlapping = [f"{a[2]}+{b[2]}" for a, b in itertools.pairwise(windows) if b[0] <= a[1]]
-    assert overlapping == [], f"down together: {overlapping} ({windows})"
-    assert windows[-1][2] == leaders[0], f"the leader {leaders[0]} did not go last: {windows}"
+    order = restarted_one_at_a_time(started, "zookeeper")
+    assert order[-1] == leaders[0], f"the leader {leaders[0]} did not go last: {order}"
     account(load, capsys, "zookeeper rolling restart")
-    SEEN["started"] = {name: zookeeper_started(name) for name in servers}
+    SEEN["started"] = {name: started_at(name, "zookeeper") for name in servers}
 
 
 # ---- 2. refused runs -------------------------------------------------------------------------------------------
@@ -194,7 +181,7 @@ def test_a_server_with_another_myid_and_a_switch_off_tls_are_refused() -> None:
             f"{first}: zookeeper_tls is false but this server runs TLS (secureClientPort in /etc/zookeeper/zoo.cfg)"
             in said
         )
-    assert {name: zookeeper_started(name) for name in group("zookeeper")} == SEEN["started"]
+    assert {name: started_at(name, "zookeeper") for name in group("zookeeper")} == SEEN["started"]
 
 
 def test_a_lost_project_ca_is_refused_before_the_ensemble_splits_trust() -> None:
@@ -204,7 +191,7 @@ def test_a_lost_project_ca_is_refused_before_the_ensemble_splits_trust() -> None
     said = refused("zookeeper.yml", *SETTING, "-e", "zookeeper_tls_ca_dir=/nonexistent/pki")
     assert f"{group('zookeeper')[0]}: trusts the CA whose certificate hashes to sha256" in said
     assert "but zookeeper_tls_ca_dir /nonexistent/pki holds no CA: the project CA was lost or moved." in said
-    assert {name: zookeeper_started(name) for name in group("zookeeper")} == SEEN["started"]
+    assert {name: started_at(name, "zookeeper") for name in group("zookeeper")} == SEEN["started"]
 
 
 # ---- 3. the migration, killed once -------------------------------------------------------------------------------
