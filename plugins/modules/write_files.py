@@ -82,6 +82,14 @@ options:
         description: Its permission bits, in octal (V(0640)).
         type: str
         required: true
+      validate:
+        description:
+          - A command that checks the new content before it replaces the file, C(%s) standing for a temporary copy
+            in the file's directory (as the template module's O(ansible.builtin.template#module:validate)). When it
+            fails the file stays as it was and the task fails with its output; the files after it are not written.
+          - Not run in check mode, which writes nothing.
+        type: str
+        default: ""
   hidden_files:
     description: Files holding secrets (passwords, keys); their content is never shown.
     type: list
@@ -118,6 +126,11 @@ EXAMPLES = r"""
         content: "{{ lookup('ansible.builtin.template', 'server.properties.j2') }}"
         group: kafka
         mode: "0640"
+      - path: /etc/prometheus/prometheus.yml
+        content: "{{ lookup('ansible.builtin.template', 'prometheus.yml.j2') }}"
+        group: prometheus
+        mode: "0640"
+        validate: promtool check config --syntax-only %s
     hidden_files:
       - path: /etc/kafka/secrets.properties
         content: "password={{ broker_password }}"
@@ -136,6 +149,8 @@ written:
 import grp
 import os
 import pwd
+import shlex
+from collections.abc import Callable
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import (
@@ -210,6 +225,25 @@ def _link(module: AnsibleModule, wanted: dict[str, str]) -> dict[str, str] | Non
     }
 
 
+def _validator(module: AnsibleModule, path: str, command: str) -> Callable[[str], None] | None:
+    """The file's validate command as write_atomically's check: it fails the task, naming the file and the output."""
+    if not command:
+        return None
+    if "%s" not in command:
+        module.fail_json(msg=f"write_files: {path}: validate {command!r} has no %s for the file to check")
+
+    def check(temporary: str) -> None:
+        rc, out, err = module.run_command([part.replace("%s", temporary) for part in shlex.split(command)])
+        if rc != 0:
+            said = (out + err).replace(temporary, path).strip()
+            # (the message names the file, not the temporary copy)
+            module.fail_json(
+                msg=f"write_files: {path}: the new content fails {command!r} (rc {rc}); not written. {said}"
+            )
+
+    return check
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -225,7 +259,12 @@ def main() -> None:
                 "default": [],
                 "options": {"path": {"type": "path", "required": True}, "target": {"type": "path", "required": True}},
             },
-            "files": {"type": "list", "elements": "dict", "default": [], "options": _FILE},
+            "files": {
+                "type": "list",
+                "elements": "dict",
+                "default": [],
+                "options": {**_FILE, "validate": {"type": "str", "default": ""}},
+            },
             "hidden_files": {
                 "type": "list",
                 "elements": "dict",
@@ -255,7 +294,7 @@ def main() -> None:
         else:
             diffs.append({"before_header": path, "after_header": path, "before": before or "", "after": content})
         if not module.check_mode:
-            write_atomically(path, content, uid, gid, mode)
+            write_atomically(path, content, uid, gid, mode, _validator(module, path, wanted.get("validate") or ""))
     for wanted in module.params["links"]:
         diff = _link(module, wanted)
         if diff:

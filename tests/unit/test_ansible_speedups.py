@@ -287,9 +287,10 @@ WRITE_FILES = """
             group: {group}
             mode: "0640"
           - path: {dir}/by-file-lookup
-            content: "{{{{ lookup('ansible.builtin.file', 'rules.yml', rstrip=false) }}}}"
+            content: "{{{{ lookup('ansible.builtin.file', rules_file | default('rules.yml'), rstrip=false) }}}}"
             group: {group}
             mode: "0640"
+            validate: "grep -q ^rules: %s"
         hidden_files:
           - path: {dir}/secret
             content: "password={secret}\\n"
@@ -359,3 +360,14 @@ def test_write_files_writes_what_the_template_and_copy_modules_would_in_one_call
     assert oct(inner.stat().st_mode & 0o777) == "0o750"
     assert (files / "by-lookup").read_bytes() == (files / "by-template").read_bytes()
     assert oct((files / "secret").stat().st_mode & 0o777) == "0o600"
+    # New content its validate command refuses: the task fails naming the file, which stays as it was, and no
+    # temporary copy is left beside it.
+    (tmp_path / "files" / "bad.yml").write_text("not the rules\n")
+    refused = run_playbook(
+        playbook, "localhost,", cwd=tmp_path, args=[*LOCAL, "-e", "rules_file=bad.yml"], check=False, timeout=120
+    )
+    assert refused.returncode != 0
+    said = re.sub(r"\s+", " ", refused.stdout)
+    assert f"{files / 'by-file-lookup'}: the new content fails 'grep -q ^rules: %s' (rc 1); not written" in said
+    assert (files / "by-file-lookup").read_bytes() == b"rules:\n  - a\n\n"
+    assert sorted(path.name for path in files.iterdir() if path.name.startswith(".")) == []
