@@ -43,6 +43,26 @@ def ca_dir() -> str:
     return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), ".pki")
 
 
+def listener_address(props: dict[str, str], listener: str) -> str:
+    """host:port a node's server.properties advertises for `listener`."""
+    for item in props.get("advertised.listeners", "").split(","):
+        name, _, rest = item.partition("://")
+        if name == listener:
+            return rest
+    raise KeyError(f"listener {listener} not in advertised.listeners={props.get('advertised.listeners')}")
+
+
+def listener_protocol(props: dict[str, str], name: str) -> str:
+    """The security protocol a node's listener runs, as its server.properties maps it."""
+    protocols = dict(item.split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",") if item)
+    return protocols.get(name, name if name in ("PLAINTEXT", "SSL", "SASL_SSL") else "PLAINTEXT")
+
+
+def listener_client_config(name: str) -> str:
+    """Where the kafka role writes a TLS listener's client settings on the controller machine."""
+    return os.path.join(ca_dir(), f"client-{name.lower()}.properties")
+
+
 def runner() -> AnsibleRunner:
     """testinfra's view of the inventory, for the suites that read host variables (get_variables).
 

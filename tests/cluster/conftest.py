@@ -30,6 +30,9 @@ from inventory_hosts import (
     deselect,
     group,
     kafka_properties_path,
+    listener_address,
+    listener_client_config,
+    listener_protocol,
     node,
     runner,
     skip_unless_disposable,
@@ -112,14 +115,6 @@ def assert_sandboxed(host: Any, unit: str, writes: list[str]) -> None:
     assert "systemd-private" in covering_mount(mountinfo, "/tmp")[0], f"{unit}: /tmp is the system's"
 
 
-def listener_address(props: dict[str, str], listener: str) -> str:
-    for item in props.get("advertised.listeners", "").split(","):
-        name, _, rest = item.partition("://")
-        if name == listener:
-            return rest
-    raise KeyError(f"listener {listener} not in advertised.listeners={props.get('advertised.listeners')}")
-
-
 MODES = ("kraft", "zookeeper")
 # The property that holds a node's id in each mode.
 ID_PROPERTY = {"kraft": "node.id", "zookeeper": "broker.id"}
@@ -195,12 +190,6 @@ class Cluster:
         return int(self.properties[name][ID_PROPERTY[self.mode]])
 
 
-def listener_protocol(props: dict[str, str], name: str) -> str:
-    """The security protocol a node's listener runs, as its server.properties maps it."""
-    protocols = dict(item.split(":", 1) for item in props.get("listener.security.protocol.map", "").split(",") if item)
-    return protocols.get(name, name if name in ("PLAINTEXT", "SSL", "SASL_SSL") else "PLAINTEXT")
-
-
 def listener_security(props: dict[str, str], name: str) -> dict[str, Any]:
     """kafka-python's settings for a client of this listener: PLAINTEXT, or what the kafka role wrote for it beside
     the CA (kafka_cluster.listener_client_configs: TLS trusting the project CA, and on SASL_SSL the admin's login).
@@ -208,11 +197,6 @@ def listener_security(props: dict[str, str], name: str) -> dict[str, Any]:
     if listener_protocol(props, name) in ("SSL", "SASL_SSL"):
         return kafka_client.settings(listener_client_config(name))
     return {"security_protocol": "PLAINTEXT"}
-
-
-def listener_client_config(name: str) -> str:
-    """Where the kafka role writes a TLS listener's client settings on the controller machine."""
-    return os.path.join(ca_dir(), f"client-{name.lower()}.properties")
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,12 @@ import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import (
     ROOT,
-    ca_dir,
     host_variables,
     kafka_properties_path,
     kafka_unit,
+    listener_address,
+    listener_client_config,
+    listener_protocol,
     node,
     playbook_command,
     playbook_env,
@@ -66,82 +68,84 @@ def properties(name: str) -> dict[str, str]:
     return parse_properties(node(name).file(kafka_properties_path(name)).content_string)
 
 
-def advertised_address(name: str, listener: str) -> str:
-    """host:port the node advertises on `listener`."""
-    for item in properties(name)["advertised.listeners"].split(","):
-        if item.startswith(f"{listener}://"):
-            return item.split("://", 1)[1]
-    raise AssertionError(f"{name}: no advertised address for the listener {listener}")
-
-
 def inter_broker_address(name: str) -> str:
     """host:port the node advertises on its inter-broker listener (the one the node's admin tools reach by
     themselves: the kafka-* wrappers give them its settings)."""
-    return advertised_address(name, properties(name).get("inter.broker.listener.name", ""))
+    props = properties(name)
+    return listener_address(props, props.get("inter.broker.listener.name", ""))
 
 
 PROTOCOL_RANK = {"PLAINTEXT": 0, "SSL": 1, "SASL_SSL": 2}
+TLS = {"SSL", "SASL_SSL"}
 
 
-def listener_protocols(name: str) -> dict[str, str]:
-    """The node's listeners and the protocol each runs, as its server.properties maps them."""
-    mapped = properties(name).get("listener.security.protocol.map", "")
-    return dict(item.split(":", 1) for item in mapped.split(",") if item)
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    protocol: str
+    address: str  # host:port, as the node advertises it
+    inter_broker: bool
 
 
-def inside_listeners(name: str) -> list[str]:
-    """The inter-broker listener, then the node's other client listeners on the cluster network (not `external`:
-    those are advertised under another machine's address; the controller's is never advertised)."""
-    protocols = listener_protocols(name)
-    inter_broker = properties(name).get("inter.broker.listener.name", "")
-    inside = [
-        str(item["name"])
-        for item in host_variables(name).get("kafka_listeners") or []
-        if not item.get("external") and str(item["name"]) in protocols
+def inside_listeners(name: str) -> list[Listener]:
+    """The inter-broker listener, then the node's other advertised client listeners on the cluster network (not
+    `external`: those are advertised under another machine's address; the controller's is never advertised)."""
+    props = properties(name)
+    inter_broker = props.get("inter.broker.listener.name", "")
+    external = {str(item["name"]) for item in host_variables(name).get("kafka_listeners") or [] if item.get("external")}
+    advertised = [item.partition("://")[0] for item in props.get("advertised.listeners", "").split(",") if item]
+    names = [inter_broker, *(listener for listener in advertised if listener not in external | {inter_broker})]
+    return [
+        Listener(
+            name=listener,
+            protocol=listener_protocol(props, listener),
+            address=listener_address(props, listener),
+            inter_broker=listener == inter_broker,
+        )
+        for listener in names
     ]
-    return [inter_broker, *(listener for listener in inside if listener != inter_broker)]
 
 
-def journey_listener(name: str) -> str:
+def most_secure(listeners: list[Listener]) -> Listener:
+    """SASL_SSL, then SSL, then PLAINTEXT; the first on a tie (the inter-broker listener leads inside_listeners)."""
+    return max(listeners, key=lambda listener: PROTOCOL_RANK.get(listener.protocol, 0))
+
+
+def journey_listener(name: str) -> Listener:
     """The listener the journeys' clients on the controller machine use: of inside_listeners, the most secure
     (SASL_SSL, then SSL), the inter-broker one on a tie. Molecule's default scenario runs the inter-broker listener
     on SASL_SSL; the lab keeps it PLAINTEXT and has SECURE (SASL_SSL) beside it: the password and certificate steps
     need the login and the TLS there."""
-    protocols = listener_protocols(name)
-    return max(inside_listeners(name), key=lambda listener: PROTOCOL_RANK.get(protocols.get(listener, ""), 0))
+    return most_secure(inside_listeners(name))
 
 
 def journey_address(name: str) -> str:
-    return advertised_address(name, journey_listener(name))
+    return journey_listener(name).address
 
 
 def journey_client_config(name: str) -> str | None:
     """The settings the kafka role wrote on the controller machine for the journey listener (its CA, and on SASL_SSL
     the admin's login; kafka_cluster.listener_client_configs), None when it runs PLAINTEXT."""
     listener = journey_listener(name)
-    if listener_protocols(name).get(listener, "PLAINTEXT") == "PLAINTEXT":
-        return None
-    return os.path.join(ca_dir(), f"client-{listener.lower()}.properties")
+    return listener_client_config(listener.name) if listener.protocol in TLS else None
 
 
 def journey_tool_args(name: str) -> str:
     """A node's admin tool's --bootstrap-server for the journey listener, with the node's own settings for it when it
     is not the inter-broker listener (the wrappers add those by themselves): the admin's login on SASL_SSL."""
     listener = journey_listener(name)
-    args = f"--bootstrap-server {advertised_address(name, listener)}"
-    if listener != properties(name).get("inter.broker.listener.name") and listener_protocols(name)[listener] != (
-        "PLAINTEXT"
-    ):
-        args += f" --command-config {os.path.dirname(kafka_properties_path(name))}/client-{listener.lower()}.properties"
+    args = f"--bootstrap-server {listener.address}"
+    if not listener.inter_broker and listener.protocol in TLS:
+        conf_dir = os.path.dirname(kafka_properties_path(name))
+        args += f" --command-config {conf_dir}/client-{listener.name.lower()}.properties"
     return args
 
 
-def tls_listener(name: str) -> str | None:
+def tls_listener(name: str) -> Listener | None:
     """The listener whose certificate the journeys read on the wire: the journey listener when it runs TLS, else the
     first of inside_listeners that does."""
-    protocols = listener_protocols(name)
-    candidates = [journey_listener(name), *inside_listeners(name)]
-    return next((listener for listener in candidates if protocols.get(listener) in {"SSL", "SASL_SSL"}), None)
+    inside = inside_listeners(name)
+    return next((listener for listener in [most_secure(inside), *inside] if listener.protocol in TLS), None)
 
 
 def served_certificate(name: str, ca_pem: str | None = None) -> tuple[int, list[str]]:
@@ -156,7 +160,7 @@ def served_certificate(name: str, ca_pem: str | None = None) -> tuple[int, list[
         script += 'trust=$(mktemp); trap \'rm -f "$trust"\' EXIT\nprintf "%s\\n" "$1" > "$trust"\n'
         trust = '"$trust"'
     script += (
-        f"openssl s_client -connect {advertised_address(name, listener)} -CAfile {trust} -verify_return_error"
+        f"openssl s_client -connect {listener.address} -CAfile {trust} -verify_return_error"
         " </dev/null 2>/dev/null | openssl x509 -noout -serial -enddate\n"
     )
     result = node(name).run("bash -c %s served %s", script, ca_pem or "")

@@ -49,6 +49,7 @@ from inventory_hosts import (
     hosts_in,
     inventory_listing,
     kafka_properties_path,
+    listener_protocol,
     node,
 )
 from kafka.admin import KafkaAdminClient
@@ -63,7 +64,6 @@ from journeys.steps import (
     journey_address,
     journey_client_config,
     journey_tool_args,
-    listener_protocols,
     one_line,
     properties,
     refused,
@@ -310,8 +310,8 @@ def test_the_admin_password_changed_and_back_restarts_nothing(load: Load, tmp_pa
 def trust_files() -> dict[str, str]:
     """Every node's CA file, and the lag exporter's copy on the monitoring hosts when it reaches the brokers over TLS
     (their inter-broker listener: roles/prometheus tasks/lag_exporter_client.yml)."""
-    first = group("kafka")[0]
-    tls = listener_protocols(first).get(properties(first)["inter.broker.listener.name"]) in {"SSL", "SASL_SSL"}
+    props = properties(group("kafka")[0])
+    tls = listener_protocol(props, props["inter.broker.listener.name"]) in {"SSL", "SASL_SSL"}
     return {name: "/etc/kafka/tls/ca.pem" for name in group("kafka")} | {
         name: "/opt/kafka-lag-exporter/ca.pem" for name in (hosts_in("monitoring") if tls else [])
     }
