@@ -22,6 +22,7 @@ from typing import Any
 
 from kafka import errors as kafka_errors
 from kafka.cluster import ClusterMetadata
+from kafka.net.manager import KafkaConnectionManager
 
 log = logging.getLogger(__name__)
 
@@ -160,3 +161,25 @@ async def _do_refresh_metadata(self: ClusterMetadata, node_id: Any) -> None:
 
 
 ClusterMetadata._do_refresh_metadata = _do_refresh_metadata
+
+
+# kafka-python 3.0.12 also keeps a refused login (a SASL authentication or an authorization failure while connecting)
+# on record per broker and raises it on every later attempt to reach that broker; only a successful connection clears
+# it, and no connection is tried again once it is on record: a client one broker refused once (a password changed and
+# put back, a new SCRAM user's credential not yet applied on that broker) never talks to that broker again. Its
+# producer then expires every record led there (a journey's load logged in as the admin while the admin's password
+# was changed for two runs: 73,713 sends expired, 2026-12-06). Kafka's own clients report the failure and connect again
+# after the reconnect backoff; so does this patch: once the backoff the failure set has passed, the record is dropped
+# and the next attempt connects (and logs in) again; a login still refused is recorded again with a longer backoff.
+_upstream_maybe_raise_auth_failure = KafkaConnectionManager.maybe_raise_auth_failure
+
+
+def _maybe_raise_auth_failure(self: KafkaConnectionManager, node_id: Any) -> None:
+    if node_id in self._auth_failures and self.connection_delay(node_id) <= 0:
+        failure = self._auth_failures.pop(node_id)
+        log.warning("node %s refused this client (%r); connecting to it again after the backoff", node_id, failure)
+        return
+    _upstream_maybe_raise_auth_failure(self, node_id)
+
+
+KafkaConnectionManager.maybe_raise_auth_failure = _maybe_raise_auth_failure

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -26,6 +27,21 @@ from inventory_hosts import (
     playbook_env,
     run_playbook,
 )
+from kafka.admin import (
+    ACL,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    KafkaAdminClient,
+    ResourcePattern,
+    ResourceType,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from kafka.errors import SecurityDisabledError
+
+from kafkalab import kafka_client
 
 
 def one_line(output: str) -> str:
@@ -226,12 +242,43 @@ def interrupted(playbook: str, args: Sequence[str], hosts: Sequence[str], probe:
     return killed.stdout.strip()
 
 
+# The load's own SCRAM user (on a SASL_SSL journey listener): never the admin, whose password a journey changes for
+# two runs; a connection the load opened in that window (a group coordinator moving) would be refused.
+LOAD_USER = "kafkalab-journey-load"
+
+
+def load_acls(topic: str) -> list[ACL]:
+    """What the load may do where an authorizer runs, and no more: create, write, read and describe its topic (and its
+    configs: min.insync.replicas), read and describe its groups (kafkalab-load-<run id>). Writing a topic is all an
+    idempotent producer needs (KIP-679)."""
+    topic_pattern = ResourcePattern(ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL)
+    group_pattern = ResourcePattern(ResourceType.GROUP, "kafkalab-load-", ACLResourcePatternType.PREFIXED)
+    topic_ops = (
+        ACLOperation.CREATE,
+        ACLOperation.WRITE,
+        ACLOperation.READ,
+        ACLOperation.DESCRIBE,
+        ACLOperation.DESCRIBE_CONFIGS,
+    )
+    return [
+        ACL(f"User:{LOAD_USER}", "*", operation, ACLPermissionType.ALLOW, pattern)
+        for pattern, operations in (
+            (topic_pattern, topic_ops),
+            (group_pattern, (ACLOperation.READ, ACLOperation.DESCRIBE)),
+        )
+        for operation in operations
+    ]
+
+
 @dataclass
 class Load:
     """python -m kafkalab.load: a producer writing with acks=all and idempotence to an RF 3, min.insync.replicas 2
     topic, and a consumer group committing, in the background; each phase ends with an accounting of every
     acknowledged record (lost, duplicated, order, the group's offsets, the longest gap between two acks), appended
-    to the report, and fails the step when anything acked is not there once."""
+    to the report, and fails the step when anything acked is not there once.
+
+    client_config: the journey listener's settings (the admin's login on SASL_SSL), which the journeys' own clients
+    use; the load logs in as LOAD_USER, made for it at start and deleted at close."""
 
     bootstrap: str
     client_config: str | None
@@ -259,10 +306,51 @@ class Load:
         assert run.returncode == 0, f"load {args[0]}:\n{run.stdout[-4000:]}"
         return run.stdout.strip()
 
+    @property
+    def _login_file(self) -> Path:
+        return self.state.parent / f"{self.state.name}-client.properties"
+
+    def _admin(self) -> KafkaAdminClient:
+        return KafkaAdminClient(
+            **kafka_client.settings(self.client_config), bootstrap_servers=self.bootstrap, request_timeout_ms=30_000
+        )
+
+    def _own_login(self) -> str | None:
+        """The load's client settings: the journey listener's, with LOAD_USER's login (made now, with a new password,
+        and its ACLs where an authorizer runs) in place of the admin's on SASL_SSL; written 0600."""
+        if not self.client_config:
+            return None
+        props = kafka_client.read_properties(Path(self.client_config).read_text(encoding="utf-8"))
+        if "sasl.jaas.config" not in props:
+            return self.client_config
+        password = secrets.token_hex(16)
+        admin = self._admin()
+        try:
+            upsert = UserScramCredentialUpsertion(LOAD_USER, ScramMechanism.SCRAM_SHA_512, password, 8192)
+            refused = {user: error for user, error in admin.alter_user_scram_credentials([upsert]).items() if error}
+            assert not refused, f"the cluster refused the load's user: {refused}"
+            failed = admin.create_acls(load_acls(self.topic))["failed"]
+            # No authorizer (the lab): every user that logs in may do anything, and the cluster says so.
+            assert all(error is SecurityDisabledError for error in failed), (
+                f"the cluster refused the load's ACLs: {failed}"
+            )
+        finally:
+            admin.close()
+        props["sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{LOAD_USER}" password="{password}";'
+        )
+        self._login_file.parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(self._login_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write("".join(f"{key}={value}\n" for key, value in props.items()))
+        return str(self._login_file)
+
     def start(self) -> None:
         self.report.parent.mkdir(parents=True, exist_ok=True)
         self.report.unlink(missing_ok=True)
         subprocess.run(["rm", "-rf", str(self.state)], check=True)
+        login = self._own_login()
         self._run(
             "start",
             "--bootstrap",
@@ -271,7 +359,7 @@ class Load:
             self.topic,
             "--rate",
             str(self.rate),
-            *(["--client-config", self.client_config] if self.client_config else []),
+            *(["--client-config", login] if login else []),
         )
 
     def checkpoint(self, phase: str) -> str:
@@ -284,15 +372,26 @@ class Load:
         self.accounted.append(line)
         return line
 
-    def abandon(self) -> None:
-        """Stop the background load after a failed step (its accounting is not checked: the step failed already)."""
-        subprocess.run(
-            [sys.executable, "-m", "kafkalab.load", "stop", "--state", str(self.state), "--phase", "abandoned"],
-            cwd=ROOT,
-            capture_output=True,
-            timeout=1800,
-            check=False,
-        )
+    def close(self, stopped: bool) -> None:
+        """After the journey: stop the background load if a failed step left it running (its accounting is not
+        checked: the step failed already), then delete the load's user and ACLs."""
+        if not stopped:
+            subprocess.run(
+                [sys.executable, "-m", "kafkalab.load", "stop", "--state", str(self.state), "--phase", "abandoned"],
+                cwd=ROOT,
+                capture_output=True,
+                timeout=1800,
+                check=False,
+            )
+        if not self._login_file.exists():
+            return
+        admin = self._admin()
+        try:
+            admin.delete_acls(load_acls(self.topic))  # an ACL is its own filter; no authorizer: nothing to delete
+            admin.alter_user_scram_credentials([UserScramCredentialDeletion(LOAD_USER, ScramMechanism.SCRAM_SHA_512)])
+        finally:
+            admin.close()
+        self._login_file.unlink()
 
 
 def account(load: Load, capsys: pytest.CaptureFixture[str], phase: str, *, stop: bool = False) -> str:

@@ -146,8 +146,7 @@ def load() -> Iterator[Load]:
     )
     running.start()
     yield running
-    if not SEEN.get("load_stopped"):
-        running.abandon()
+    running.close(stopped=bool(SEEN.get("load_stopped")))
 
 
 # ---- 1. the release --------------------------------------------------------------------------------------

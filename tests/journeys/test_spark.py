@@ -110,8 +110,7 @@ def load() -> Iterator[Load]:
     running.start()
     job_events()
     yield running
-    if not SEEN.get("load_stopped"):
-        running.abandon()
+    running.close(stopped=bool(SEEN.get("load_stopped")))
 
 
 # ---- 1. site.yml again, changing nothing -----------------------------------------------------------------------

@@ -140,8 +140,7 @@ def load() -> Iterator[Load]:
     )
     running.start()
     yield running
-    if not SEEN.get("load_stopped"):
-        running.abandon()
+    running.close(stopped=bool(SEEN.get("load_stopped")))
 
 
 # ---- 1. a ZooKeeper setting, every server restarted -------------------------------------------------------------

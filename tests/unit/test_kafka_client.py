@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import time
 import types
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from kafka.cluster import ClusterMetadata
-from kafka.errors import KafkaConnectionError
+from kafka.errors import KafkaConnectionError, SaslAuthenticationFailedError
 from kafka.future import Future as KafkaFuture
+from kafka.net.manager import KafkaConnectionManager
 
 from kafkalab import kafka_client
 
@@ -162,3 +165,34 @@ def test_a_reset_connection_fails_the_refresh_as_a_connection_error_and_the_refr
     assert isinstance(cluster._refresh_future.exception, KafkaConnectionError)
     assert isinstance(cluster._refresh_future.exception.__cause__, ConnectionResetError)
     assert cluster.need_update  # the metadata is still wanted, so the next turn asks again
+
+
+NODE = "bootstrap-0"  # kafka-python's id for the first bootstrap server
+
+
+def refused_once(backoff_ms: int) -> KafkaConnectionManager:
+    """A connection manager whose bootstrap broker refused its login, as kafka-python's connect leaves it: the failure
+    on record and the node's reconnect backoff set (the event loop is not needed for either, and not exercised)."""
+    manager = KafkaConnectionManager(mock.MagicMock(), bootstrap_servers="kafka1:9092", reconnect_backoff_ms=backoff_ms)
+    manager._auth_failures[NODE] = SaslAuthenticationFailedError("Authentication failed during authentication")
+    manager.update_backoff(NODE)
+    return manager
+
+
+def test_the_released_client_never_connects_again_to_a_broker_that_refused_its_login() -> None:
+    # The bug the second patch is for, still in the release this project pins: when this stops failing, drop it.
+    manager = refused_once(backoff_ms=1)
+    time.sleep(0.05)  # the backoff is long over
+    assert manager.connection_delay(NODE) == 0
+    with pytest.raises(SaslAuthenticationFailedError):
+        kafka_client._upstream_maybe_raise_auth_failure(manager, NODE)
+
+
+def test_a_refused_login_is_reported_during_the_backoff_and_tried_again_after_it() -> None:
+    manager = refused_once(backoff_ms=60_000)
+    with pytest.raises(SaslAuthenticationFailedError):  # the failure is what a caller sees while the backoff lasts
+        manager.get_connection(NODE)
+    manager._backoff[NODE] = (1, time.monotonic() - 1, 10_000)  # the backoff has passed
+    connection = manager.get_connection(NODE)  # a new connection, which logs in again
+    assert connection is manager._conns[NODE]
+    assert NODE not in manager._auth_failures
