@@ -151,10 +151,38 @@ def signed_by(cert_pem: str, ca_pem: str) -> bool:
     cert = x509.load_pem_x509_certificate(certs[0].encode())
     ca = x509.load_pem_x509_certificate(cas[0].encode())
     try:
-        cert.verify_directly_issued_by(ca)
+        _verify_issued_by(cert, ca)
     except (ValueError, TypeError, InvalidSignature):
         return False
     return True
+
+
+def _verify_issued_by(cert: Any, ca: Any) -> None:
+    """cryptography's Certificate.verify_directly_issued_by, also where it is older than 40 (Debian 12's python3-
+    cryptography, which roles/pki's node-side checks run with): raises unless `ca`'s key signed `cert`."""
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+    if hasattr(cert, "verify_directly_issued_by"):
+        cert.verify_directly_issued_by(ca)
+        return
+    if cert.issuer != ca.subject:
+        raise ValueError("the issuer is not the CA's subject")
+    key = ca.public_key()
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
+    elif isinstance(key, rsa.RSAPublicKey):
+        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
+    else:
+        raise TypeError(f"a CA key of type {type(key).__name__} is not checked here")
+
+
+def _not_after(cert: Any) -> float:
+    """When the certificate expires (epoch seconds), with cryptography before 42 too (not_valid_after, naive UTC)."""
+    import datetime
+
+    if hasattr(cert, "not_valid_after_utc"):
+        return float(cert.not_valid_after_utc.timestamp())
+    return float(cert.not_valid_after.replace(tzinfo=datetime.timezone.utc).timestamp())  # noqa: UP017 (nodes: Python 3.8+)
 
 
 def _names(cert: Any) -> tuple[set[str], set[str]]:
@@ -277,3 +305,76 @@ def own_certificate_problems(
             "certificate was issued for."
         )
     return problems
+
+
+def certificate_outdated(
+    key_pem: str,
+    cert_pem: str,
+    ca_pem: str,
+    common_name: str,
+    subject_alt_names: list[str],
+    renew_seconds: float,
+    now: float | None = None,
+) -> str:
+    """Why a node's certificate (tasks/certificate.yml's) must be signed again, '' when it need not be.
+
+    It need not be when it is the one the role would sign now from the node's key: for that key, subject CN=
+    common_name alone, exactly these subjectAltName entries ('DNS:name' / 'IP:address', as the san_entry filter
+    writes them), key usage digitalSignature (critical) and extended key usage serverAuth + clientAuth, no other
+    extension but the key identifiers, signed by the CA in ca_pem, and valid beyond renew_seconds from now. Anything
+    else, or anything that cannot be read, is a reason: the caller then goes the signing way, whose checks decide."""
+    import ipaddress
+    import time
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
+
+    chain = certificates(cert_pem)
+    if not chain:
+        return "no certificate yet"
+    if not certificates(ca_pem):
+        return "no project CA to check it against"
+    try:
+        cert = x509.load_pem_x509_certificate(chain[0].encode())
+        key = serialization.load_pem_private_key(key_pem.encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        return f"the key or the certificate cannot be read ({exc})"
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    encoding = serialization.Encoding.DER
+    if cert.public_key().public_bytes(encoding, public) != key.public_key().public_bytes(encoding, public):
+        return "the certificate is not the node key's"
+    if cert.subject != x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]):
+        return f"its subject is {cert.subject.rfc4514_string()}, not CN={common_name}"
+    wanted_dns = {entry[4:].lower() for entry in subject_alt_names if entry.startswith("DNS:")}
+    wanted_ips = {str(ipaddress.ip_address(entry[3:])) for entry in subject_alt_names if entry.startswith("IP:")}
+    if len(wanted_dns) + len(wanted_ips) != len(set(subject_alt_names)) or _names(cert) != (wanted_dns, wanted_ips):
+        return "its names differ from the node's"
+    if subject_alt_names and cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).critical:
+        return "its names are marked critical"
+    kinds = {extension.oid for extension in cert.extensions}
+    if kinds - {ExtensionOID.SUBJECT_KEY_IDENTIFIER, ExtensionOID.AUTHORITY_KEY_IDENTIFIER} != (
+        {ExtensionOID.SUBJECT_ALTERNATIVE_NAME, ExtensionOID.KEY_USAGE, ExtensionOID.EXTENDED_KEY_USAGE}
+        if subject_alt_names
+        else {ExtensionOID.KEY_USAGE, ExtensionOID.EXTENDED_KEY_USAGE}
+    ):
+        return "its extensions differ from the role's"
+    usage = cert.extensions.get_extension_for_class(x509.KeyUsage)
+    if not usage.critical or not usage.value.digital_signature or any(
+        getattr(usage.value, flag)
+        for flag in ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement", "key_cert_sign",
+                     "crl_sign")
+    ):  # fmt: skip
+        return "its key usage differs from the role's"
+    purposes = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage)
+    if purposes.critical or set(purposes.value) != {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}:
+        return "its extended key usage differs from the role's"
+    if (
+        not signed_by(chain[0], ca_pem)
+        or cert.issuer != x509.load_pem_x509_certificate(certificates(ca_pem)[0].encode()).subject
+    ):
+        return "the project CA did not sign it"
+    moment = time.time() if now is None else now
+    if _not_after(cert) <= moment + renew_seconds:
+        return f"it expires at {_not_after(cert):.0f} (epoch seconds), within the renewal window"
+    return ""

@@ -223,10 +223,12 @@ def main() -> None:
     )
     started = time.monotonic()
     deadline = started + module.params["timeout"]
+    waited_for: list[str] = []  # what the first look found wrong, when the gate had to wait: said in the result
     while True:
         health = look(module)
         if health.ok or health.lost or time.monotonic() >= deadline:
             break
+        waited_for = waited_for or health.problems
         time.sleep(3)
     waited = round(time.monotonic() - started, 1)
     result: dict[str, Any] = {
@@ -234,6 +236,7 @@ def main() -> None:
         "leader_id": health.leader_id,
         "waited": waited,
         "problems": health.problems,
+        "waited_for": waited_for[:8],
     }
     if health.lost:
         node, shown = module.params["node_id"], ", ".join(health.lost[:8])

@@ -25,6 +25,11 @@ options:
     type: list
     elements: path
     default: []
+  links:
+    description: Paths whose target is reported when they are symbolic links (where a release's C(current) points).
+    type: list
+    elements: path
+    default: []
   max_bytes:
     description: A file to read that is larger than this is reported as unread.
     type: int
@@ -36,6 +41,7 @@ EXAMPLES = r"""
   kafkalab.kafka.node_files:
     exists: [/var/lib/kafka/meta.properties]
     read: [/etc/kafka/server.properties]
+    links: [/opt/kafka/current]
   register: found
 """
 
@@ -46,6 +52,10 @@ exists:
   type: dict
 content:
   description: Path -> its text, or null when it is absent, unreadable, not UTF-8 or too large.
+  returned: always
+  type: dict
+links:
+  description: Path -> the absolute path it resolves to (every link on the way followed), or null when it is no link.
   returned: always
   type: dict
 """
@@ -70,13 +80,16 @@ def main() -> None:
         argument_spec={
             "exists": {"type": "list", "elements": "path", "default": []},
             "read": {"type": "list", "elements": "path", "default": []},
+            "links": {"type": "list", "elements": "path", "default": []},
             "max_bytes": {"type": "int", "default": 1048576},
         },
         supports_check_mode=True,
     )
     exists = {path: os.path.lexists(path) for path in module.params["exists"]}
     content = {path: _text(path, module.params["max_bytes"]) for path in module.params["read"]}
-    module.exit_json(changed=False, exists=exists, content=content)
+    # (What the stat module reports as lnk_source.)
+    links = {path: os.path.realpath(path) if os.path.islink(path) else None for path in module.params["links"]}
+    module.exit_json(changed=False, exists=exists, content=content, links=links)
 
 
 if __name__ == "__main__":

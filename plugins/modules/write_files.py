@@ -31,11 +31,11 @@ options:
         type: path
         required: true
       owner:
-        description: Its owner.
+        description: Its owner (V('') the user the module runs as).
         type: str
         default: root
       group:
-        description: Its group.
+        description: Its group (V('') that user's group).
         type: str
         default: root
       mode:
@@ -71,11 +71,11 @@ options:
         type: str
         required: true
       owner:
-        description: Its owner.
+        description: Its owner (V('') the user the module runs as).
         type: str
         default: root
       group:
-        description: Its group.
+        description: Its group (V('') that user's group).
         type: str
         default: root
       mode:
@@ -105,11 +105,11 @@ options:
         type: str
         required: true
       owner:
-        description: Its owner.
+        description: Its owner (V('') the user the module runs as).
         type: str
         default: root
       group:
-        description: Its group.
+        description: Its group (V('') that user's group).
         type: str
         default: root
       mode:
@@ -169,12 +169,13 @@ _FILE = {
 
 
 def _ids(module: AnsibleModule, wanted: dict[str, str]) -> tuple[int, int, int]:
+    # '' is whoever runs the module: a file on the controller machine, written as its operator (become: false).
     try:
-        uid = pwd.getpwnam(wanted["owner"]).pw_uid
+        uid = pwd.getpwnam(wanted["owner"]).pw_uid if wanted["owner"] else os.geteuid()
     except KeyError:
         module.fail_json(msg=f"write_files: {wanted['path']}: user {wanted['owner']!r} does not exist on this host")
     try:
-        gid = grp.getgrnam(wanted["group"]).gr_gid
+        gid = grp.getgrnam(wanted["group"]).gr_gid if wanted["group"] else os.getegid()
     except KeyError:
         module.fail_json(msg=f"write_files: {wanted['path']}: group {wanted['group']!r} does not exist on this host")
     try:

@@ -156,6 +156,7 @@ NODE_FILES = """
       kafkalab.kafka.node_files:
         exists: [{present}, {missing}, {directory}]
         read: [{present}, {missing}, {binary}, {big}]
+        links: [{link}, {present}, {missing}]
         max_bytes: 64
       register: found
     - name: Show them
@@ -176,6 +177,9 @@ def test_node_files_reports_existence_and_text_and_changes_nothing(tmp_path: Pat
     files["present"].write_text("process.roles=broker\n")
     files["binary"].write_bytes(b"\xff\xfe\x00")
     files["big"].write_text("x" * 65)
+    (tmp_path / "release").mkdir()
+    files["link"] = tmp_path / "current"
+    files["link"].symlink_to("release")  # relative, as a link may be: reported as the absolute path it resolves to
     out = tmp_path / "found.json"
     playbook = tmp_path / "play.yml"
     playbook.write_text(NODE_FILES.format(out=out, **{k: json.dumps(str(v)) for k, v in files.items()}))
@@ -196,6 +200,11 @@ def test_node_files_reports_existence_and_text_and_changes_nothing(tmp_path: Pat
             str(files["missing"]): None,
             str(files["binary"]): None,
             str(files["big"]): None,
+        }
+        assert found["links"] == {
+            str(files["link"]): str(tmp_path / "release"),
+            str(files["present"]): None,
+            str(files["missing"]): None,
         }
 
 
@@ -294,7 +303,9 @@ WRITE_FILES = """
         hidden_files:
           - path: {dir}/secret
             content: "password={secret}\\n"
-            group: {group}
+            # Whoever runs the module (a file of the controller machine's operator).
+            owner: ""
+            group: ""
             mode: "0600"
       register: written
     - name: Show what it did
@@ -341,6 +352,7 @@ def test_write_files_writes_what_the_template_and_copy_modules_would_in_one_call
     assert (files / "by-file-lookup").read_bytes() == (files / "by-copy").read_bytes() == b"rules:\n  - a\n\n"
     assert (files / "secret").read_text() == f"password={secret}\n"
     assert oct((files / "secret").stat().st_mode & 0o777) == "0o600"
+    assert ((files / "secret").stat().st_uid, (files / "secret").stat().st_gid) == (os.geteuid(), os.getegid())
     assert secret not in said and secret not in out.read_text()
     again, _ = run()
     assert not again["changed"] and again["written"] == []

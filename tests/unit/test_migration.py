@@ -12,6 +12,7 @@ from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import (
     kafka_server_properties,
     to_properties,
 )
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_stage import kafka_meta_identities
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_zookeeper_client_properties
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
     MIGRATION_ORDER,
@@ -276,4 +277,20 @@ def test_a_finalized_migration_cannot_be_rolled_back() -> None:
     assert found.problems == [
         "the migration was finalized (c1, c2, c3 run without zookeeper.metadata.migration.enable): Kafka cannot go "
         "back to ZooKeeper mode after that. Nothing was changed."
+    ]
+
+
+def test_the_log_dirs_identities_are_read_from_their_meta_properties() -> None:
+    # As kafkalab.kafka.node_files reads them (None: no meta.properties, a log dir never formatted); a KRaft node's
+    # (version 1: node.id and cluster.id) and a ZooKeeper-mode broker's (version 0: broker.id; ZooKeeper holds the
+    # cluster id there).
+    content = {
+        "/data/b/meta.properties": "#\n#Sat Dec 05 10:00:00 UTC 2026\nnode.id=2\ndirectory.id=x\nversion=1\n"
+        "cluster.id=AbCdEfGhIjKlMnOpQrStUw\n",
+        "/data/a/meta.properties": "version=0\nbroker.id=7\n",
+        "/data/c/meta.properties": None,
+    }
+    assert kafka_meta_identities(content) == [
+        {"path": "/data/a/meta.properties", "cluster_id": "", "node_id": "7"},
+        {"path": "/data/b/meta.properties", "cluster_id": "AbCdEfGhIjKlMnOpQrStUw", "node_id": "2"},
     ]

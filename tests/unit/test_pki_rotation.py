@@ -15,6 +15,7 @@ from ansible_collections.kafkalab.kafka.plugins.lookup.pki_trust import LookupMo
 from ansible_collections.kafkalab.kafka.plugins.module_utils import pki
 from ansible_collections.kafkalab.kafka.plugins.modules.pki_ca_rotation import _not_ready
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
@@ -151,3 +152,99 @@ def test_the_files_keep_their_modes_through_the_renames(ca_dir: Path) -> None:
     keys = [p for p in ca_dir.rglob("*.key")]
     assert len(keys) == 2 and all(stat.S_IMODE(os.stat(k).st_mode) == 0o600 for k in keys)
     assert not list(ca_dir.rglob("*.tmp"))
+
+
+# ---- a node's certificate that needs no work (module_utils/pki.py certificate_outdated, modules/pki_current.py) ----
+
+NAMES = ["DNS:kafka1", "IP:10.0.0.11", "IP:127.0.0.1"]
+
+
+def role_certificate(
+    ca_pem: str,
+    ca_key: ec.EllipticCurvePrivateKey,
+    key: ec.EllipticCurvePrivateKey,
+    names: list[str] = NAMES,
+    days: int = 9,
+    eku_critical: bool = False,
+) -> str:
+    """A certificate as roles/pki tasks/certificate.yml has the CA sign one: CN, the names, digitalSignature
+    (critical), serverAuth + clientAuth, and the key identifiers the ownca provider adds."""
+    import ipaddress
+
+    ca = x509.load_pem_x509_certificate(ca_pem.encode())
+    san = [x509.IPAddress(ipaddress.ip_address(n[3:])) if n.startswith("IP:") else x509.DNSName(n[4:]) for n in names]
+    usage = dict.fromkeys(
+        ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement", "key_cert_sign", "crl_sign",
+         "encipher_only", "decipher_only"),
+        False,
+    )  # fmt: skip
+    cert = (
+        x509.CertificateBuilder().subject_name(_name("kafka1")).issuer_name(ca.subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(NOW)
+        .not_valid_after(NOW + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(san), critical=False)
+        .add_extension(x509.KeyUsage(digital_signature=True, **usage), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH, x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]),
+            critical=eku_critical,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def test_a_certificate_the_role_would_sign_again_is_current_and_anything_else_is_due(ca_dir: Path) -> None:
+    ca_pem, ca_key = make_ca(ca_dir, "ca", "kafkalab CA")
+    other_pem, other_key = make_ca(ca_dir, "ca-next", "kafkalab CA 2")
+    key, stranger = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    renew = 3 * 86400
+
+    def outdated(cert: str, names: list[str] = NAMES, ca: str = ca_pem, key_text: str = key_pem(key)) -> str:
+        return pki.certificate_outdated(key_text, cert, ca, "kafka1", names, renew)
+
+    current = role_certificate(ca_pem, ca_key, key)
+    assert outdated(current) == ""
+    assert outdated(current, names=list(reversed(NAMES))) == ""  # the order of the names is the inventory's
+    assert outdated("") == "no certificate yet"
+    assert outdated(current, ca="") == "no project CA to check it against"
+    assert outdated(current, names=[*NAMES, "DNS:kafka1.lab"]) == "its names differ from the node's"
+    assert outdated(current, names=NAMES[:1]) == "its names differ from the node's"
+    assert outdated(current, key_text=key_pem(stranger)) == "the certificate is not the node key's"
+    # A CA rotation's signing step: the new CA signs now, and this certificate is the old one's.
+    assert outdated(current, ca=other_pem) == "the project CA did not sign it"
+    assert outdated(role_certificate(ca_pem, other_key, key)) == "the project CA did not sign it"
+    assert "within the renewal window" in outdated(role_certificate(ca_pem, ca_key, key, days=2))
+    assert outdated(role_certificate(ca_pem, ca_key, key, eku_critical=True)) != ""
+    assert outdated(node_cert(ca_pem, ca_key)) != ""  # another key, and none of the role's extensions
+    assert outdated("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n").startswith(
+        "the key or the certificate cannot be read"
+    )
+
+
+def test_the_signature_is_checked_with_a_cryptography_older_than_40_too(ca_dir: Path) -> None:
+    # Debian 12's python3-cryptography (38) has no verify_directly_issued_by: the node-side check verifies by hand.
+    ca_pem, ca_key = make_ca(ca_dir, "ca", "kafkalab CA")
+    _other_pem, other_key = make_ca(ca_dir, "ca-next", "kafkalab CA 2")
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca = x509.load_pem_x509_certificate(ca_pem.encode())
+
+    class Old:  # what such a Certificate offers: everything but verify_directly_issued_by
+        def __init__(self, pem: str) -> None:
+            self._cert = x509.load_pem_x509_certificate(pem.encode())
+
+        def __getattr__(self, name: str) -> object:
+            if name == "verify_directly_issued_by":
+                raise AttributeError(name)
+            return getattr(self._cert, name)
+
+    pki._verify_issued_by(Old(role_certificate(ca_pem, ca_key, key)), ca)
+    with pytest.raises(InvalidSignature):
+        pki._verify_issued_by(Old(role_certificate(ca_pem, other_key, key)), ca)
