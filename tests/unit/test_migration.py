@@ -12,7 +12,7 @@ from ansible_collections.kafkalab.kafka.plugins.filter.kafka_outputs import (
     kafka_server_properties,
     to_properties,
 )
-from ansible_collections.kafkalab.kafka.plugins.filter.kafka_stage import kafka_meta_identities
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_stage import account_ready, kafka_meta_identities
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_tls import kafka_zookeeper_client_properties
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_health import (
     MIGRATION_ORDER,
@@ -289,8 +289,32 @@ def test_the_log_dirs_identities_are_read_from_their_meta_properties() -> None:
         "cluster.id=AbCdEfGhIjKlMnOpQrStUw\n",
         "/data/a/meta.properties": "version=0\nbroker.id=7\n",
         "/data/c/meta.properties": None,
+        "/etc/passwd": "root:x:0:0:root:/root:/bin/bash\n",  # read in the same call; not a log dir's
     }
-    assert kafka_meta_identities(content) == [
+    assert kafka_meta_identities(content, [*sorted(content)[:3], "/data/d/meta.properties"]) == [
         {"path": "/data/a/meta.properties", "cluster_id": "", "node_id": "7"},
         {"path": "/data/b/meta.properties", "cluster_id": "AbCdEfGhIjKlMnOpQrStUw", "node_id": "2"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("passwd", "group", "ready"),
+    [
+        (
+            "root:x:0:0:root:/root:/bin/bash\nkafka:x:999:998::/var/lib/kafka:/usr/sbin/nologin\n",
+            "kafka:x:998:\n",
+            True,
+        ),
+        # Another primary group, home or shell: the user module puts it right.
+        ("kafka:x:999:100::/var/lib/kafka:/usr/sbin/nologin\n", "kafka:x:998:\nusers:x:100:\n", False),
+        ("kafka:x:999:998::/home/kafka:/usr/sbin/nologin\n", "kafka:x:998:\n", False),
+        ("kafka:x:999:998::/var/lib/kafka:/bin/sh\n", "kafka:x:998:\n", False),
+        # No group, no user, or a file not read.
+        ("kafka:x:999:998::/var/lib/kafka:/usr/sbin/nologin\n", "users:x:100:\n", False),
+        ("root:x:0:0:root:/root:/bin/bash\n", "kafka:x:998:\n", False),
+        (None, "kafka:x:998:\n", False),
+        ("kafkas:x:999:998::/var/lib/kafka:/usr/sbin/nologin\n", "kafka:x:998:\n", False),
+    ],
+)
+def test_the_service_account_is_ready_only_as_the_role_makes_it(passwd: str | None, group: str, ready: bool) -> None:
+    assert account_ready(passwd, group, "kafka", "kafka", "/var/lib/kafka", "/usr/sbin/nologin") is ready
