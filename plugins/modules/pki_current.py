@@ -9,7 +9,7 @@ short_description: Whether a node's TLS directory, key and certificate need no w
 author:
   - kafkalab maintainers (@kafkalab)
 description:
-  - Read only, in check mode too. roles/pki's tasks/certificate.yml asks it first: when the node's TLS directory and
+  - Read only, in check mode too. The pki role's certificate tasks ask it first. When the node's TLS directory and
     key are there with their owner, group and mode, and its certificate is the one the role would sign now (the
     node key's, O(common_name) alone as subject, exactly O(subject_alt_names), the role's key usages, signed by the
     CA in O(ca), valid beyond O(renew_days)), the role skips making the key, the signing request and the signature
