@@ -327,6 +327,7 @@ def certificate_outdated(
     import time
 
     from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import serialization
     from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
 
@@ -369,12 +370,11 @@ def certificate_outdated(
     purposes = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage)
     if purposes.critical or set(purposes.value) != {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}:
         return "its extended key usage differs from the role's"
-    if (
-        not signed_by(chain[0], ca_pem)
-        or cert.issuer != x509.load_pem_x509_certificate(certificates(ca_pem)[0].encode()).subject
-    ):
+    try:  # (the CA's subject is the certificate's issuer, and the CA's key signed it)
+        _verify_issued_by(cert, x509.load_pem_x509_certificate(certificates(ca_pem)[0].encode()))
+    except (ValueError, TypeError, InvalidSignature):
         return "the project CA did not sign it"
-    moment = time.time() if now is None else now
-    if _not_after(cert) <= moment + renew_seconds:
-        return f"it expires at {_not_after(cert):.0f} (epoch seconds), within the renewal window"
+    expires = _not_after(cert)
+    if expires <= (time.time() if now is None else now) + renew_seconds:
+        return f"it expires at {expires:.0f} (epoch seconds), within the renewal window"
     return ""

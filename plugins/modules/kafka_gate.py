@@ -109,6 +109,16 @@ waited:
   description: Seconds spent until the gate held.
   returned: always
   type: float
+problems:
+  description: What the last look found wrong (empty when the gate held).
+  returned: always
+  type: list
+  elements: str
+waited_for:
+  description: What the first look found wrong when the gate had to wait (empty when it held at once).
+  returned: always
+  type: list
+  elements: str
 """
 
 import time

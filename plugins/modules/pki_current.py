@@ -81,31 +81,10 @@ certificate:
 
 import grp
 import os
-import stat
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kafkalab.kafka.plugins.module_utils.atomic_file import owned_as, read_text
 from ansible_collections.kafkalab.kafka.plugins.module_utils.pki import certificate_outdated
-
-
-def _owned(path: str, gid: int, mode: int, kind: int) -> bool:
-    try:
-        status = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_IFMT(status.st_mode), status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (
-        kind,
-        0,
-        gid,
-        mode,
-    )
-
-
-def _text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def main() -> None:
@@ -124,21 +103,26 @@ def main() -> None:
     )
     p = module.params
     key_path = os.path.join(p["dir"], "key.pem")
-    cert = _text(os.path.join(p["dir"], p["certificate_name"]))
+    cert = read_text(os.path.join(p["dir"], p["certificate_name"])) or ""
     try:
         gid = grp.getgrnam(p["group"]).gr_gid
     except KeyError:
         gid = -1
     if p["force"]:
         reason = "every certificate is to be signed again"
-    elif not _owned(p["dir"], gid, 0o750, stat.S_IFDIR):
+    elif not owned_as(p["dir"], 0, gid, 0o750, directory=True):
         reason = f"{p['dir']} is not a directory root:{p['group']} 0750"
-    elif not _owned(key_path, gid, 0o640, stat.S_IFREG):
+    elif not owned_as(key_path, 0, gid, 0o640):
         reason = f"{key_path} is not a file root:{p['group']} 0640"
     else:
         try:
             reason = certificate_outdated(
-                _text(key_path), cert, p["ca"], p["common_name"], p["subject_alt_names"], p["renew_days"] * 86400
+                read_text(key_path) or "",
+                cert,
+                p["ca"],
+                p["common_name"],
+                p["subject_alt_names"],
+                p["renew_days"] * 86400,
             )
         except ImportError:
             reason = "the node has no Python cryptography library"

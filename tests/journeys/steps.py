@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties, to_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.scram import jaas
 from inventory_hosts import (
     ROOT,
     host_variables,
@@ -336,14 +337,11 @@ class Load:
             )
         finally:
             admin.close()
-        props["sasl.jaas.config"] = (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{LOAD_USER}" password="{password}";'
-        )
+        props["sasl.jaas.config"] = jaas(LOAD_USER, password)
         self._login_file.parent.mkdir(parents=True, exist_ok=True)
         handle = os.open(self._login_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write("".join(f"{key}={value}\n" for key, value in props.items()))
+            out.write(to_properties(props))
         return str(self._login_file)
 
     def start(self) -> None:
