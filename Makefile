@@ -23,6 +23,8 @@ KAFKA_PREVIOUS_VERSION := $(shell sed -n 's/^ *kafka_version: *"\(.*\)"/\1/p' mo
 SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTORY)/group_vars/all/spark.yml)
 # The Prometheus JMX exporter agent, pinned once in the prometheus role's defaults.
 JMX_EXPORTER_VERSION := $(shell sed -n 's/^prometheus_jmx_exporter_version: *"\(.*\)"/\1/p' roles/prometheus/defaults/main.yml)
+# The Schema Registry (Apicurio Registry) release, pinned once in the schema_registry role's defaults.
+SCHEMA_REGISTRY_VERSION := $(shell sed -n 's/^schema_registry_version: *"\(.*\)"/\1/p' roles/schema_registry/defaults/main.yml)
 # The collection's version (galaxy.yml) names its tarball.
 COLLECTION_VERSION := $(shell sed -n 's/^version: *\(.*\)/\1/p' galaxy.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
@@ -49,7 +51,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent and the lag exporter's wheel
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel and Apicurio Registry
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
@@ -63,6 +65,8 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 	@# Metrics: the JMX exporter agent for every Kafka and ZooKeeper JVM, kafka-python for the consumer-lag exporter.
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/jmx-exporter-$(JMX_EXPORTER_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/lag-exporter.txt --out .cache/artifacts/lag-exporter-wheels
+	@# The Schema Registry: Apicurio Registry's runnable distribution (a tar.gz from Maven Central).
+	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/apicurio-registry-$(SCHEMA_REGISTRY_VERSION).json --out .cache/artifacts
 
 collection: venv  ## the collection kafkalab.kafka: its tarball (ansible-galaxy collection build) in .cache/collection, installed into the empty collections path .cache/collection/installed
 	$(BIN)/python -m kafkalab.collection build --out .cache/collection

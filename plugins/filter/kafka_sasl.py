@@ -4,7 +4,8 @@ The cluster model (kafka_cluster.py) says which listeners run SASL_SSL (`sasl_li
 declares the users (kafka_users: name, password, state), which of them is the administrator (kafka_admin_user:
 the topics, users and ACLs are applied with its login, and it is a super user) and which one the brokers log in
 as on the inter-broker listener (kafka_broker_user), whether the StandardAuthorizer runs (kafka_authorizer) and
-the ACLs (kafka_acls). These filters turn that into
+the ACLs (kafka_acls), and the client quotas (kafka_quotas: per user, per client id, or their defaults). These
+filters turn that into
 
 - the refusals of the preflight (`kafka_sasl_settings(...)["problems"]`), each naming the variable, the bad value
   (never a password) and the fix;
@@ -21,10 +22,19 @@ Pure functions over plain data, so tests/unit exercises them without Ansible or 
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import (
+    DEFAULT_ENTITY,
+    QUOTA_KEYS,
+    WHOLE_QUOTA_KEYS,
+    entity_key,
+    entity_label,
+)
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from ansible_collections.kafkalab.kafka.plugins.module_utils.scram import MECHANISM, jaas, password_of, scram_login
 
@@ -50,6 +60,11 @@ OPERATIONS = (
     "alter_configs",
     "idempotent_write",
 )
+QUOTA_ENTRY_KEYS = ("user", "client_id", *QUOTA_KEYS, "state")
+QUOTA_UNITS = {
+    "request_percentage": "percent of one request thread, per broker",
+    "controller_mutation_rate": "partitions created or deleted per second",
+}
 PERMISSIONS = ("allow", "deny")
 STATES = ("present", "absent")
 # The name Kafka gives the one cluster resource.
@@ -157,6 +172,108 @@ def _acls(raw: Any, users: Mapping[str, Mapping[str, Any]], problems: list[str])
     return acls
 
 
+def _quota_value(value: Any) -> float | None:
+    """A quota as a number: an int or float, or a string of one (a templated value); None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
+def _quota_problems(where: str, key: str, value: Any) -> list[str]:
+    number = _quota_value(value)
+    usable = number is not None and math.isfinite(number) and number > 0
+    if key in WHOLE_QUOTA_KEYS:
+        if not (usable and float(number or 0).is_integer()):
+            return [f"{where}: {key} {value!r} is not a whole number of bytes per second (per broker), 1 or more."]
+    elif not usable:
+        return [f"{where}: {key} {value!r} is not a number above 0 ({QUOTA_UNITS[key]})."]
+    return []
+
+
+def _quotas(raw: Any, users: Mapping[str, Mapping[str, Any]], problems: list[str]) -> list[dict[str, Any]]:
+    """kafka_quotas checked and normalized: user and client_id (None when not given), values (the quota keys it
+    sets, as numbers) and state."""
+    if raw in (None, ""):
+        return []
+    if not isinstance(raw, list):
+        problems.append(
+            f"kafka_quotas must be a list of quotas, not a {type(raw).__name__}: e.g. "
+            "[{user: alice, producer_byte_rate: 1048576}]."
+        )
+        return []
+    quotas = []
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(raw):
+        where = f"kafka_quotas[{index}]"
+        if not isinstance(item, Mapping):
+            problems.append(
+                f"{where} is {item!r}, not a quota (a mapping: user and/or client_id, and the quotas it sets)."
+            )
+            continue
+        key = entity_key(item)
+        if not key:
+            problems.append(
+                f"{where} names no entity: set user (a user kafka_users declares, or '{DEFAULT_ENTITY}' for every "
+                f"user without one of their own), client_id (a client id, or '{DEFAULT_ENTITY}'), or both."
+            )
+        else:
+            where = f"{where} ({entity_label(key)})"
+        unknown_keys = sorted(set(item) - set(QUOTA_ENTRY_KEYS), key=str)
+        for unknown in unknown_keys:
+            close = difflib.get_close_matches(str(unknown), QUOTA_ENTRY_KEYS, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(QUOTA_ENTRY_KEYS)}."
+            problems.append(f"{where}: {unknown} is not a quota key; {hint}")
+        state = str(item.get("state") or "present")
+        if state not in STATES:
+            problems.append(f"{where}: state '{state}' is not one of {', '.join(STATES)}.")
+        values: dict[str, float | int] = {}
+        for name in QUOTA_KEYS:
+            if name not in item:
+                continue
+            found = _quota_problems(where, name, item[name])
+            problems += found
+            if not found:
+                number = float(_quota_value(item[name]) or 0)
+                values[name] = int(number) if number.is_integer() else number
+        user = item.get("user")
+        if (
+            key
+            and state == "present"
+            and user not in (None, "", DEFAULT_ENTITY)
+            and (users.get(str(user)) or {}).get("state") != "present"
+        ):
+            problems.append(
+                f"{where}: user {user} is not a user kafka_users declares (present): declare the user, fix the name, "
+                f"or write '{DEFAULT_ENTITY}' for every user without a quota of their own."
+            )
+        # A misspelt quota key is refused above; "sets no quota" would only repeat it.
+        if key and state == "present" and not unknown_keys and not any(n in item for n in QUOTA_KEYS):
+            problems.append(
+                f"{where} sets no quota: give at least one of {', '.join(QUOTA_KEYS)}, or state: absent to remove "
+                "the quotas it has."
+            )
+        if key in seen:
+            problems.append(
+                f"{where}: the same entity as kafka_quotas[{seen[key]}]; declare each entity once, with all its quotas."
+            )
+        elif key:
+            seen[key] = index
+        quotas.append(
+            {
+                "user": None if user in (None, "") else str(user),
+                "client_id": None if item.get("client_id") in (None, "") else str(item["client_id"]),
+                "values": values,
+                "state": state,
+            }
+        )
+    return quotas
+
+
 def kafka_sasl_settings(
     model: Mapping[str, Any],
     users: Any,
@@ -164,12 +281,15 @@ def kafka_sasl_settings(
     broker_user: str,
     authorizer: Any,
     acls: Any,
+    quotas: Any = None,
 ) -> dict[str, Any]:
-    """What the inventory asks for, checked: users by name (no passwords), ACLs normalized, and the problems."""
+    """What the inventory asks for, checked: users by name (no passwords), ACLs and quotas normalized, and the
+    problems."""
     problems: list[str] = []
     sasl_listeners = list(model.get("sasl_listeners") or [])
     declared = _users(users, problems)
     checked_acls = _acls(acls, declared, problems)
+    checked_quotas = _quotas(quotas, declared, problems)
     authorizer = str(authorizer).lower() in ("true", "yes", "1", "on")
     inter_broker_sasl = str(model.get("inter_broker_listener_name") or "") in sasl_listeners
     if sasl_listeners:
@@ -238,6 +358,7 @@ def kafka_sasl_settings(
         "broker_user": str(broker_user),
         "users": declared,
         "acls": checked_acls,
+        "quotas": checked_quotas,
         "problems": problems,
     }
 

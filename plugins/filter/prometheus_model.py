@@ -3,10 +3,16 @@ monitoring settings. Built once on the controller (tasks/preflight.yml) from the
 
     {"servers": [monitoring hosts],
      "jobs": [{"name": "kafka" | "zookeeper" | "node" | "spark_master" | "spark_worker" | "spark_driver" |
-                       "spark_job" | "kafka_lag" | "prometheus",
+                       "spark_job" | "schema_registry" | "kafka_lag" | "prometheus",
                "metrics_path": "/metrics" unless the exporter serves elsewhere (Spark's servlets),
+               "scheme": "https" where the target serves TLS (the schema registry's API port), else absent (http),
+               "ca": {"source": the CA bundle on the controller, "path": its copy on the monitoring hosts} with https,
                "targets": [{"address": "10.0.0.1:7071", "labels": {"node": host, ...}}]}],
      "firewall_services": [firewall role records], "problems": [str]}
+
+The schema registry (Apicurio, a Quarkus app) serves its Micrometer metrics on its API port, so its job is the
+registry's own model (schema_registry_cluster: instances, scheme, metrics_path, client_ca) as it stands; the
+registry role opens that port to the monitoring hosts.
 
 Pure functions over plain data (unit tested in tests/unit/test_preflight_refusals.py and test_alert_rules.py).
 """
@@ -42,6 +48,7 @@ DURATIONS = (
     "prometheus_alert_disk_for",
     "prometheus_alert_spark_stalled_for",
     "prometheus_alert_certificate_for",
+    "prometheus_alert_registration_window",
 )
 
 
@@ -108,6 +115,33 @@ def _machine_ports(
     return used
 
 
+def _registry_job(registry: Mapping[str, Any], ca_file: str) -> tuple[dict[str, Any], list[str]]:
+    """The schema registry's scrape job: one target per instance, on its API port (Micrometer's /metrics there).
+
+    Over https Prometheus checks the certificate against the target's address (an IP SAN of every registry
+    certificate), so no server_name is needed; it trusts a copy of the registry's client_ca (ca.path)."""
+    instances = registry.get("instances") or {}
+    scheme = str(registry.get("scheme") or "http")
+    job: dict[str, Any] = {
+        "name": "schema_registry",
+        "metrics_path": str(registry.get("metrics_path") or "/metrics"),
+        "targets": [
+            {"address": f"{i['address']}:{i['port']}", "labels": {"node": host}} for host, i in instances.items()
+        ],
+    }
+    if not instances or scheme == "http":
+        return job, []
+    client_ca = str(registry.get("client_ca") or "")
+    if scheme != "https" or not client_ca or not ca_file:
+        # The registry's model is built by its own preflight: this is a mismatch between two roles, not a setting.
+        return job, [
+            f"the schema registry serves {scheme!r} with client_ca {client_ca!r}, which Prometheus cannot scrape "
+            "(https needs the CA that signed the registry's certificates): check schema_registry_cluster from the "
+            "schema_registry role's preflight."
+        ]
+    return {**job, "scheme": "https", "ca": {"source": client_ca, "path": ca_file}}, []
+
+
 def prometheus_model(
     hostvars: Mapping[str, Any],
     groups: Mapping[str, Any],
@@ -115,17 +149,22 @@ def prometheus_model(
     zookeeper: Mapping[str, Any],
     settings: Mapping[str, Any],
     spark: Mapping[str, Any] | None = None,
+    registry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """settings: the prometheus role's variables (port, lag exporter port, durations, thresholds, group names) and
-    the node exporter's defaults (node_exporter_enabled, node_exporter_port) for hosts that do not set their own.
+    """settings: the prometheus role's variables (port, lag exporter port, durations, thresholds, group names,
+    registry_ca_file: where the monitoring hosts keep the registry's CA) and the node exporter's defaults
+    (node_exporter_enabled, node_exporter_port) for hosts that do not set their own.
     spark: {"cluster": the spark role's spark_cluster, "job": the spark_consumer role's spark_consumer_endpoints}
-    (either empty without Spark hosts)."""
+    (either empty without Spark hosts).
+    registry: the schema_registry role's schema_registry_cluster ({} or no instances without registry hosts)."""
     problems = _setting_problems(settings)
     monitoring_group = str(settings.get("group") or "monitoring")
     servers = list(groups.get(monitoring_group) or [])
     # The hosts this project manages (the firewall role's groups): each gets a node exporter.
     cluster = list(
-        dict.fromkeys(h for g in ("kafka", "zookeeper", "spark", monitoring_group) for h in groups.get(g) or [])
+        dict.fromkeys(
+            h for g in ("kafka", "zookeeper", "spark", monitoring_group, "schema_registry") for h in groups.get(g) or []
+        )
     )
     kafka_nodes = kafka.get("nodes", {})
     zk_servers = zookeeper.get("servers", {})
@@ -277,6 +316,9 @@ def prometheus_model(
                 ],
             }
         )
+    registry_job, registry_problems = _registry_job(registry or {}, str(settings.get("registry_ca_file") or ""))
+    problems += registry_problems
+    jobs.append(registry_job)
     lag_port = as_int(settings.get("lag_exporter_port"))
     port = as_int(settings.get("port"))
     jobs.append({"name": "kafka_lag", "targets": [{"address": f"127.0.0.1:{lag_port}", "labels": {}}]})
@@ -317,6 +359,8 @@ def prometheus_scrape_configs(model: Mapping[str, Any]) -> list[dict[str, Any]]:
         {
             "job_name": job["name"],
             **({"metrics_path": job["metrics_path"]} if job.get("metrics_path") else {}),
+            **({"scheme": job["scheme"]} if job.get("scheme") else {}),
+            **({"tls_config": {"ca_file": job["ca"]["path"]}} if job.get("ca") else {}),
             "static_configs": [{"targets": [t["address"]], "labels": t["labels"]} for t in job["targets"]],
         }
         for job in model.get("jobs", [])

@@ -1,4 +1,5 @@
-"""The plan for SCRAM users and ACLs: declared against what the cluster holds (pure; the module applies it).
+"""The plan for SCRAM users, ACLs and client quotas: declared against what the cluster holds (pure; the module
+kafka_access applies it).
 
 Users: a declared user (state present) is created when the cluster has no SCRAM-SHA-512 credential for it, and
 its password set again when the iterations differ or the password is not the one this project last set. Kafka
@@ -9,6 +10,10 @@ inventory does not name are left alone.
 
 ACLs: a declared ACL (present) is created when missing, one marked absent deleted when there; ACLs the inventory
 does not name are left alone (as topics are).
+
+Quotas: a declared entity (a user, a client id, both, or '<default>' of either) gets exactly the quotas it names of
+the four Kafka keeps (QUOTA_KEYS): a key it no longer names is removed, an entity declared absent loses all four.
+Entities the inventory does not name are left alone.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 MECHANISM = "SCRAM-SHA-512"
 ACL_FIELDS = ("principal", "resource_type", "name", "pattern_type", "operation", "permission", "host")
@@ -87,3 +92,97 @@ def describe(users: Mapping[str, list[str]], acls: Mapping[str, list[dict[str, A
     lines += [f"add ACL: {describe_acl(a)}" for a in acls["create"]]
     lines += [f"remove ACL: {describe_acl(a)}" for a in acls["delete"]]
     return lines
+
+
+# --- Client quotas -----------------------------------------------------------------------------------------------
+# The four quota keys Kafka keeps for users and client ids (QuotaConfig). The byte rates are whole bytes per
+# second per broker, request_percentage a share of one I/O and network thread (100 = one whole thread) per broker,
+# controller_mutation_rate partitions created or deleted per second.
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
+WHOLE_QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate")
+# How the inventory names the default entity (Kafka's own tools say <default> too; on the wire it is a null name).
+DEFAULT_ENTITY = "<default>"
+# The inventory's entity fields and Kafka's entity types, in the order a label names them.
+ENTITY_TYPES = (("user", "user"), ("client_id", "client-id"))
+
+# A string: the `|` of the annotation is not evaluated (the hosts' older Pythons, and pylint for them, lack it).
+EntityKey: TypeAlias = "tuple[tuple[str, str | None], ...]"
+
+
+def entity_key(quota: Mapping[str, Any]) -> EntityKey:
+    """A quota entity as Kafka identifies it: (entity type, name or None for the default) pairs, sorted by type.
+
+    quota: a declaration (user and/or client_id, '<default>' for the default)."""
+    pairs = []
+    for field, kind in ENTITY_TYPES:
+        name = quota.get(field)
+        if name is not None and str(name) != "":
+            pairs.append((kind, None if str(name) == DEFAULT_ENTITY else str(name)))
+    return tuple(sorted(pairs))
+
+
+def entity_label(key: EntityKey) -> str:
+    """user=alice, client-id=<default>, user=alice,client-id=app: how the plan, the diff and the refusals name it."""
+    order = {kind: index for index, (_field, kind) in enumerate(ENTITY_TYPES)}
+    return ",".join(
+        f"{kind}={DEFAULT_ENTITY if name is None else name}" for kind, name in sorted(key, key=lambda p: order[p[0]])
+    )
+
+
+def quota_number(value: float) -> str:
+    """20480, not 20480.0 (Kafka hands every quota back as a double)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def plan_quotas(
+    declared: Iterable[Mapping[str, Any]], current: Mapping[EntityKey, Mapping[str, float]]
+) -> list[dict[str, Any]]:
+    """declared: normalized quotas (filter kafka_sasl_settings: user, client_id, values, state); current: entity ->
+    {key: value} as the cluster describes them. Returns the changed entities, each with the keys to set and remove
+    and its quotas before and after (of the four keys this project manages).
+
+    A present entity's declaration is authoritative for the four keys: a key it no longer names is removed. An
+    entity declared absent loses all four. Entities the inventory does not name are left alone."""
+    changes = []
+    for quota in declared:
+        key = entity_key(quota)
+        before = {k: float(v) for k, v in (current.get(key) or {}).items() if k in QUOTA_KEYS}
+        if str(quota.get("state") or "present") == "absent":
+            after: dict[str, float] = {}
+        else:
+            after = {k: float(v) for k, v in (quota.get("values") or {}).items() if k in QUOTA_KEYS}
+        to_set = {k: v for k, v in sorted(after.items()) if before.get(k) != v}
+        to_remove = sorted(set(before) - set(after))
+        if to_set or to_remove:
+            changes.append(
+                {
+                    "entity": [{"type": kind, "name": name} for kind, name in key],
+                    "label": entity_label(key),
+                    "set": to_set,
+                    "remove": to_remove,
+                    "before": dict(sorted(before.items())),
+                    "after": dict(sorted(after.items())),
+                }
+            )
+    return changes
+
+
+def describe_quotas(changes: Iterable[Mapping[str, Any]]) -> list[str]:
+    lines = []
+    for change in changes:
+        before = change["before"]
+        for key, value in change["set"].items():
+            was = f" (was {quota_number(before[key])})" if key in before else ""
+            lines.append(f"set quota {change['label']}: {key}={quota_number(value)}{was}")
+        for key in change["remove"]:
+            lines.append(f"remove quota {change['label']}: {key} (was {quota_number(before[key])})")
+    return lines
+
+
+def quotas_diff(changes: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Ansible's --diff of the changed entities: one line per quota, before and after."""
+    sides: dict[str, list[str]] = {"before": [], "after": []}
+    for change in changes:
+        for side in sides:
+            sides[side] += [f"{change['label']}: {k}={quota_number(v)}" for k, v in change[side].items()]
+    return {side: "".join(f"{line}\n" for line in lines) for side, lines in sides.items()}

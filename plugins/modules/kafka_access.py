@@ -1,31 +1,43 @@
 #!/usr/bin/python
-"""Ansible module: apply declared SCRAM users and ACLs through the Admin API (kafka-python), on the controller."""
+"""Ansible module: apply declared SCRAM users, ACLs and client quotas through the Admin API (kafka-python), on the
+controller."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: kafka_access
-short_description: Create, re-key or (when declared absent) delete SCRAM-SHA-512 users, and add or remove ACLs
+short_description: Create, re-key or (when declared absent) delete SCRAM-SHA-512 users, add or remove ACLs, set quotas
 author:
   - kafkalab maintainers (@kafkalab)
 description:
   - Logs in as the admin user (client_config) and talks to the cluster through the Kafka Admin API.
-  - Users the inventory does not name, and ACLs it does not name, are left alone.
+  - Users, ACLs and quota entities the inventory does not name are left alone.
   - >-
     Kafka keeps no password, only a salted key, so which password was set last is remembered in I(state_file)
     (a keyed hash per user, 0600): an unchanged password is not set again.
-  - Check mode reports the plan without changing anything.
+  - >-
+    A quota entity the inventory declares present gets exactly the quotas it names (of producer_byte_rate,
+    consumer_byte_rate, request_percentage, controller_mutation_rate): a key it no longer names is removed. One
+    declared absent loses all four. Quotas need no SASL (client-id quotas work on any listener).
+  - Check mode reports the plan (with --diff, each changed quota entity before and after) and sends no change.
 options:
   users:
     description: Declared users by name, each with its state (present or absent); passwords are in I(passwords).
     type: dict
-    required: true
+    default: {}
   passwords:
     description: Each present user's password, by name.
     type: dict
-    required: true
+    default: {}
   acls:
     description: Declared ACLs, normalized (filter kafka_sasl_settings).
+    type: list
+    elements: dict
+    default: []
+  quotas:
+    description: >-
+      Declared client quotas, normalized (filter kafka_sasl_settings): user and client_id (a name, '<default>' or
+      null), values (quota key to number) and state.
     type: list
     elements: dict
     default: []
@@ -34,17 +46,19 @@ options:
     type: int
     default: 8192
   state_file:
-    description: Where the marks of the passwords last set are kept (written 0600).
+    description: Where the marks of the passwords last set are kept (written 0600); needed when I(users) names any.
     type: path
-    required: true
+    default: ""
   bootstrap_servers:
     description: Comma-separated host:port list.
     type: str
     required: true
   client_config:
-    description: Kafka client properties with the admin user's login (kafka_cluster.client_config).
+    description: >-
+      Kafka client properties with the admin user's login (kafka_cluster.client_config); empty, PLAINTEXT (quotas
+      only: users and ACLs need a SASL_SSL listener).
     type: path
-    required: true
+    default: ""
   timeout:
     description: Seconds to wait for the cluster on each request.
     type: int
@@ -60,6 +74,8 @@ EXAMPLES = r"""
     acls:
       - {principal: "User:app", resource_type: topic, resource_name: events, pattern_type: literal,
          operation: write, permission_type: allow, host: "*", state: present}
+    quotas:
+      - {user: app, client_id: null, values: {producer_byte_rate: 1048576}, state: present}
     state_file: /home/ops/.pki/scram-users.json
     bootstrap_servers: kafka1:9093,kafka2:9093
     client_config: /home/ops/.pki/admin-client.properties
@@ -71,6 +87,10 @@ changes:
   returned: always
   type: list
   elements: str
+diff:
+  description: With --diff, the changed quota entities' quotas before and after, one line per key.
+  returned: when quotas change and diff mode is on
+  type: dict
 """
 
 import json
@@ -81,10 +101,15 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import (
+    EntityKey,
     describe,
+    describe_quotas,
+    entity_label,
     password_mark,
     plan_acls,
+    plan_quotas,
     plan_users,
+    quotas_diff,
 )
 
 try:
@@ -102,6 +127,8 @@ try:
         UserScramCredentialDeletion,
         UserScramCredentialUpsertion,
     )
+    from kafka.errors import for_code
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
     HAS_KAFKA = True
 except ImportError:  # reported through fail_json below
@@ -186,17 +213,69 @@ def _current_acls(admin: Any) -> list[dict[str, str]]:
     return [_acl_fields(acl) for acl in acls]
 
 
+# kafka-python 3.0 has no client-quota methods on its admin client, only the protocol messages: they are sent the way
+# its own admin methods send theirs (kafka/admin/_acls.py), to the least loaded broker (which forwards an alteration
+# to the KRaft controllers).
+def _send(admin: Any, request: Any) -> Any:
+    return admin._manager.run(admin._manager.send, request)
+
+
+def _kafka_error(code: int, message: str | None) -> str:
+    name = for_code(code).__name__
+    return f"{name}: {message}" if message else name
+
+
+def _entity_key(entities: Any) -> EntityKey:
+    return tuple(sorted((str(e.entity_type), None if e.entity_name is None else str(e.entity_name)) for e in entities))
+
+
+def _current_quotas(admin: Any) -> dict[EntityKey, dict[str, float]]:
+    """Every quota entity the cluster holds (no component and not strict: all of them, in one request)."""
+    response = _send(admin, DescribeClientQuotasRequest(components=[], strict=False))
+    if response.error_code:
+        raise RuntimeError(
+            f"describing the client quotas failed: {_kafka_error(response.error_code, response.error_message)}"
+        )
+    return {
+        _entity_key(entry.entity): {str(v.key): float(v.value) for v in entry.values}
+        for entry in response.entries or []
+    }
+
+
+def _alter_quotas(admin: Any, changes: list[dict[str, Any]]) -> list[str]:
+    """One AlterClientQuotas request with every changed entity; what the cluster refused, by entity."""
+    entry = AlterClientQuotasRequest.EntryData
+    request = AlterClientQuotasRequest(
+        entries=[
+            entry(
+                entity=[entry.EntityData(entity_type=e["type"], entity_name=e["name"]) for e in change["entity"]],
+                ops=[entry.OpData(key=k, value=float(v), remove=False) for k, v in change["set"].items()]
+                + [entry.OpData(key=k, value=0.0, remove=True) for k in change["remove"]],
+            )
+            for change in changes
+        ],
+        validate_only=False,
+    )
+    response = _send(admin, request)
+    return [
+        f"{entity_label(_entity_key(e.entity))}: {_kafka_error(e.error_code, e.error_message)}"
+        for e in response.entries
+        if e.error_code
+    ]
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "users": {"type": "dict", "required": True},
+            "users": {"type": "dict", "default": {}},
             # no_log: Ansible masks these values wherever they would show (a dict's keys, the names, are not).
-            "passwords": {"type": "dict", "required": True, "no_log": True},
+            "passwords": {"type": "dict", "default": {}, "no_log": True},
             "acls": {"type": "list", "elements": "dict", "default": []},
+            "quotas": {"type": "list", "elements": "dict", "default": []},
             "iterations": {"type": "int", "default": 8192},
-            "state_file": {"type": "path", "required": True},
+            "state_file": {"type": "path", "default": ""},
             "bootstrap_servers": {"type": "str", "required": True},
-            "client_config": {"type": "path", "required": True},
+            "client_config": {"type": "path", "default": ""},
             "timeout": {"type": "int", "default": 60},
         },
         supports_check_mode=True,
@@ -212,12 +291,16 @@ def main() -> None:
         }
         for name, user in sorted(params["users"].items())
     ]
+    if declared and not params["state_file"]:
+        module.fail_json(msg="users are declared, but state_file is empty: name the file of the passwords' marks.")
     try:
         from kafkalab import kafka_client
 
         security = kafka_client.settings(params["client_config"])
     except ImportError:
-        module.fail_json(msg="client_config needs the kafkalab package (the project's venv) on the controller.")
+        if params["client_config"]:
+            module.fail_json(msg="client_config needs the kafkalab package (the project's venv) on the controller.")
+        security = {}
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     timeout_ms = params["timeout"] * 1000
@@ -229,17 +312,23 @@ def main() -> None:
             request_timeout_ms=timeout_ms,
         )
     except Exception as exc:
+        login = f" and log in as {security['sasl_plain_username']}" if security.get("sasl_plain_username") else ""
         module.fail_json(
-            msg=f"could not reach {params['bootstrap_servers']} and log in as {security.get('sasl_plain_username')} "
+            msg=f"could not reach {params['bootstrap_servers']}{login} "
             f"({type(exc).__name__}: {exc}). A refused login looks like this too: a new kafka_admin_user password "
             "reaches the cluster through the kafka role (playbooks/kafka.yml or site.yml, before this play), not "
             "through this one alone. Nothing was changed."
         )
     try:
         state = _read_state(params["state_file"])
-        users = plan_users(declared, _current_users(admin), state["users"], state["key"], params["iterations"])
+        current_users = _current_users(admin) if declared else {}
+        users = plan_users(declared, current_users, state["users"], state["key"], params["iterations"])
         acls = plan_acls(params["acls"], _current_acls(admin) if params["acls"] else [])
-        changes = describe(users, acls)
+        quotas = plan_quotas(params["quotas"], _current_quotas(admin) if params["quotas"] else {})
+        changes = describe(users, acls) + describe_quotas(quotas)
+        result: dict[str, Any] = {"changed": bool(changes), "changes": changes}
+        if quotas and module._diff:
+            result["diff"] = quotas_diff(quotas)
         if changes and not module.check_mode:
             by_name = {u["name"]: u for u in declared}
             alterations = [
@@ -252,11 +341,11 @@ def main() -> None:
                 errors = {n: e for n, e in admin.alter_user_scram_credentials(alterations).items() if e}
                 if errors:
                     module.fail_json(msg=f"the cluster refused to change user(s): {errors}", changes=changes)
-            for name in users["create"] + users["update"]:
-                state["users"][name] = password_mark(state["key"], name, str(by_name[name]["password"]))
-            for name in users["delete"]:
-                state["users"].pop(name, None)
-            _write_state(params["state_file"], state)
+                for name in users["create"] + users["update"]:
+                    state["users"][name] = password_mark(state["key"], name, str(by_name[name]["password"]))
+                for name in users["delete"]:
+                    state["users"].pop(name, None)
+                _write_state(params["state_file"], state)
             if acls["create"]:
                 created = admin.create_acls([_kafka_acl(a) for a in acls["create"]])
                 if created.get("failed"):
@@ -265,9 +354,13 @@ def main() -> None:
                 for _acl_filter, _acls, error in admin.delete_acls([_kafka_acl(acl)]):
                     if error is not None and getattr(error, "errno", None):
                         module.fail_json(msg=f"the cluster refused to remove an ACL: {error}", changes=changes)
-        module.exit_json(changed=bool(changes), changes=changes)
+            if quotas:
+                refused = _alter_quotas(admin, quotas)
+                if refused:
+                    module.fail_json(msg=f"the cluster refused quota change(s): {'; '.join(refused)}", changes=changes)
+        module.exit_json(**result)
     except Exception as exc:
-        module.fail_json(msg=f"applying the users and ACLs failed: {type(exc).__name__}: {exc}")
+        module.fail_json(msg=f"applying the users, ACLs and quotas failed: {type(exc).__name__}: {exc}")
     finally:
         admin.close()
 

@@ -25,7 +25,16 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from jinja2 import Undefined
 
 # The prefixes of the roles' variables; a variable with one of them that no role declares is a typo.
-ROLE_PREFIXES = ("kafka_", "zookeeper_", "spark_", "firewall_", "java_", "prometheus_", "node_exporter_")
+ROLE_PREFIXES = (
+    "kafka_",
+    "zookeeper_",
+    "spark_",
+    "firewall_",
+    "java_",
+    "prometheus_",
+    "node_exporter_",
+    "schema_registry_",
+)
 # Facts the roles set on the controller for each other (see each role's README), never inventory variables.
 PUBLIC_OUTPUTS = frozenset(
     {
@@ -37,6 +46,8 @@ PUBLIC_OUTPUTS = frozenset(
         "spark_consumer_endpoints",
         "prometheus_monitoring",
         "prometheus_artifacts",
+        "schema_registry_cluster",
+        "schema_registry_artifact",
     }
 )
 # Settings the whole cluster must agree on. Each is read once by the controller's preflight (from

@@ -5,7 +5,8 @@ What each host should allow is worked out here from the inventory and from what 
 SSH from the admin networks; each Kafka listener from its client networks, the inter-broker listener
 also from the other brokers and the Spark hosts; the KRaft controller port from the Kafka nodes only;
 the ZooKeeper ports from the ensemble (and the brokers, for the client port); any port between Spark
-hosts; the Spark UIs from the monitoring networks. Then:
+hosts; the Spark UIs from the monitoring networks; the Schema Registry's API from the client, admin and
+monitoring networks and the hosts that use it. Then:
 
 - `ufw status` on each host lists exactly those rules, with incoming denied by default;
 - from each probe host (group firewall_probes: on the cluster's network but outside, or inside, the
@@ -120,7 +121,15 @@ def listener_sources(host: str, listed: list[str]) -> list[str]:
 def managed_hosts() -> list[str]:
     """One inventory host per machine: instances on one machine (kafka_instance) share its ufw."""
     return one_per_machine(
-        sorted({*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")})
+        sorted(
+            {
+                *hosts_in("kafka"),
+                *hosts_in("zookeeper"),
+                *hosts_in("spark"),
+                *hosts_in("monitoring"),
+                *hosts_in("schema_registry"),
+            }
+        )
     )
 
 
@@ -133,7 +142,10 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     """(to, from) pairs as `ufw status` prints them: to is '9092/tcp' or 'Anywhere', from an address.
 
     A machine's ufw holds the rules of every inventory host on it (one Kafka instance each)."""
-    every = sorted({*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")})
+    every = sorted(
+        {*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")}
+        | set(hosts_in("schema_registry"))
+    )
     return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
 
 
@@ -209,8 +221,10 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
             clients = listener_sources(host, own) if own is not None else networks(host, "client")
             rules |= {(f"{port}/tcp", src) for src in clients}
             if name == props["inter.broker.listener.name"]:
-                # In-cluster clients: the Spark job, and the consumer-lag exporter on the monitoring hosts.
-                rules |= {(f"{port}/tcp", address(h)) for h in {*brokers, *spark, *hosts_in("monitoring")}}
+                # In-cluster clients: the Spark job, the consumer-lag exporter on the monitoring hosts, and the
+                # Schema Registry (its data is in Kafka topics).
+                clients_inside = {*brokers, *spark, *hosts_in("monitoring"), *hosts_in("schema_registry")}
+                rules |= {(f"{port}/tcp", address(h)) for h in clients_inside}
         rules |= monitoring_rules(host, agent_port(host, kafka_unit(host)))
     if host in zookeepers and host_variables(host).get("kafka_mode") == "zookeeper":
         cfg = zoo_cfg(host)
@@ -234,6 +248,14 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         rules |= {(f"{port}/tcp", address(h)) for port in ui for h in hosts_in("monitoring")}
         for port in job_metrics_ports(host):
             rules |= monitoring_rules(host, port)
+    if host in hosts_in("schema_registry"):
+        # The registry's API (and its /metrics): the client, admin and monitoring networks, the registry's own
+        # hosts, the Spark hosts and Prometheus's hosts. Its port from the settings the role rendered.
+        settings = read_properties(node(host), "/etc/apicurio-registry/registry.properties")
+        port = settings.get("quarkus.http.ssl-port") or settings["quarkus.http.port"]
+        sources = [*networks(host, "client"), *networks(host, "admin"), *networks(host, "monitoring")]
+        sources += [address(h) for h in {*hosts_in("schema_registry"), *spark, *hosts_in("monitoring")}]
+        rules |= {(f"{port}/tcp", src) for src in sources}
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_in("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")

@@ -1,5 +1,6 @@
-"""Metrics and alerts, live: the Prometheus of group monitoring scrapes every exporter, every query of the console
-page and of the Grafana dashboard returns data, the overview page's numbers agree with the Admin API, a stopped
+"""Metrics and alerts, live: the Prometheus of group monitoring scrapes every exporter (and every schema registry
+instance, when the inventory has group schema_registry), every query of the console page and of the Grafana
+dashboard returns data, the overview page's numbers agree with the Admin API, a stopped
 broker fires KafkaNodeDown and KafkaUnderReplicatedPartitions within their `for` plus a scrape and an evaluation and
 both resolve once it is back (under acks=all load, 0 lost), and a consumer group that stops consuming fires
 KafkaConsumerLagGrowing.
@@ -60,6 +61,7 @@ def members(name: str) -> set[str]:
 
 
 MONITORING = sorted(members("monitoring"))
+REGISTRIES = sorted(members("schema_registry"))
 pytestmark = pytest.mark.skipif(not MONITORING, reason="the inventory has no monitoring host (group monitoring)")
 
 
@@ -71,7 +73,7 @@ def prometheus() -> Prometheus:
 def test_prometheus_scrapes_every_exporter_of_the_inventory(prometheus: Prometheus, cluster: Cluster) -> None:
     expected = {
         "kafka": {*cluster.brokers, *cluster.controllers},
-        "node": members("kafka") | members("zookeeper") | members("spark") | set(MONITORING),
+        "node": members("kafka") | members("zookeeper") | members("spark") | set(MONITORING) | set(REGISTRIES),
     }
 
     def all_up() -> dict[str, list[dict[str, Any]]]:
@@ -90,6 +92,27 @@ def test_prometheus_scrapes_every_exporter_of_the_inventory(prometheus: Promethe
         assert {t["labels"]["node"] for t in by_job["zookeeper"]} == members("zookeeper")
     durations = {t["labels"].get("node", job): t["lastScrapeDuration"] for job, ts in by_job.items() for t in ts}
     print(f"\nscrape durations (s): {json.dumps(durations, sort_keys=True)}")
+
+
+@pytest.mark.skipif(not REGISTRIES, reason="the inventory has no schema registry host (group schema_registry)")
+def test_prometheus_scrapes_every_schema_registry_instance(prometheus: Prometheus) -> None:
+    def registry_targets() -> list[dict[str, Any]]:
+        targets = prometheus.get("/api/v1/targets")["data"]["activeTargets"]
+        mine = [t for t in targets if t["labels"]["job"] == "schema_registry"]
+        return mine if mine and all(t["health"] == "up" for t in mine) else []
+
+    try:
+        targets = wait_until(registry_targets, 90, "every schema registry target to be up")
+    except AssertionError:
+        targets = prometheus.get("/api/v1/targets")["data"]["activeTargets"]
+        down = [f"{t['labels'].get('node')} {t['scrapeUrl']}: {t['health']} {t['lastError']}"
+                for t in targets if t["labels"]["job"] == "schema_registry"]  # fmt: skip
+        pytest.fail(f"schema registry targets not all up: {down}")
+    assert sorted(t["labels"]["node"] for t in targets) == REGISTRIES
+    # On its API port's /metrics (over https with TLS: a certificate Prometheus does not trust leaves it down).
+    assert all(t["scrapeUrl"].endswith("/metrics") for t in targets), [t["scrapeUrl"] for t in targets]
+    # Each instance's own Micrometer series are there, not only the up Prometheus writes itself.
+    assert {r["metric"]["node"] for r in prometheus.query("jvm_info_total{job='schema_registry'}")} == set(REGISTRIES)
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +159,10 @@ def live_queries(queries: list[str], cluster: Cluster) -> list[str]:
         if "zookeeper" in query and not members("zookeeper"):
             continue
         if 'job="spark_' in query:  # the Spark row: tests/spark_cluster checks it, after giving the job records
+            continue
+        if "job='schema_registry'" in query:  # the page shows the registry's section only when it has instances
+            if REGISTRIES:
+                out += [query.replace("node='x'", f"node='{h}'") for h in REGISTRIES]
             continue
         if cluster.mode == "zookeeper" and any(m in query for m in KRAFT_ONLY_METRICS):
             continue

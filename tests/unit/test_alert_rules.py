@@ -47,6 +47,19 @@ def test_every_alert_fires_after_its_for_and_not_before(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_every_alert_has_a_promtool_case() -> None:
+    rules = yaml.safe_load(render("kafka-alerts.rules.yml"))
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    tested = {
+        t["alertname"]
+        for f in TESTS.glob("*.test.yml")
+        for case in yaml.safe_load(f.read_text())["tests"]
+        for t in case.get("alert_rule_test", [])
+    }
+    assert {"SchemaRegistryDown", "SchemaRegistryRegistrationFailing"} <= alerts
+    assert alerts - tested == set()
+
+
 # A Spark cluster of two hosts (the master on spark1, workers on both) and the consumer job's two applications, as
 # the spark and spark_consumer roles publish them.
 SPARK = {
@@ -65,6 +78,21 @@ SPARK = {
         ],
     },
 }
+
+
+# Two schema registry instances over https, as the schema_registry role's preflight publishes them.
+REGISTRY = {
+    "instances": {
+        "registry1": {"address": "192.0.2.41", "port": 8081, "url": "https://192.0.2.41:8081"},
+        "registry2": {"address": "192.0.2.42", "port": 8081, "url": "https://192.0.2.42:8081"},
+    },
+    "scheme": "https",
+    "metrics_path": "/metrics",
+    "client_ca": "/work/pki/ca/trust.pem",
+    "firewall_services": [],
+    "problems": [],
+}
+REGISTRY_CA_FILE = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__prometheus_registry_ca_file"]
 
 
 def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_it(tmp_path: Path) -> None:
@@ -94,8 +122,10 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
             "lag_exporter_port": 9308,
             "node_exporter_enabled": True,
             "node_exporter_port": 9100,
+            "registry_ca_file": REGISTRY_CA_FILE,
         },
         SPARK,
+        REGISTRY,
     )
     assert model["problems"] == []
     jobs = {j["name"]: j["targets"] for j in model["jobs"]}
@@ -123,6 +153,16 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
     assert spark_opened[("spark metrics", 4041)] == (["spark1"], ["mon1"], [])
     assert spark_opened[("spark job metrics", 9311)] == (["spark1"], ["mon1"], ["monitoring"])
 
+    # The registry: one https target per instance on its API port, trusting a copy of its client_ca.
+    assert jobs["schema_registry"] == [
+        {"address": "192.0.2.41:8081", "labels": {"node": "registry1"}},
+        {"address": "192.0.2.42:8081", "labels": {"node": "registry2"}},
+    ]
+    registry_job = next(j for j in model["jobs"] if j["name"] == "schema_registry")
+    assert registry_job["ca"] == {"source": "/work/pki/ca/trust.pem", "path": REGISTRY_CA_FILE}
+    # Its port is the registry role's to open: the monitoring model adds no firewall record for it.
+    assert not [s for s in model["firewall_services"] if "registry" in s["name"]]
+
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["kafkalab.kafka.prometheus_scrape_configs"] = prometheus_scrape_configs
     env.filters["to_nice_yaml"] = lambda data, indent=2: yaml.safe_dump(data, indent=indent, sort_keys=False)
@@ -146,6 +186,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         "spark_worker",
         "spark_driver",
         "spark_job",
+        "schema_registry",
         "kafka_lag",
         "prometheus",
     ]
@@ -157,3 +198,59 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         "/metrics/prometheus/",
         "/metrics",
     )
+    registry_config = next(c for c in parsed["scrape_configs"] if c["job_name"] == "schema_registry")
+    assert (registry_config["scheme"], registry_config["metrics_path"]) == ("https", "/metrics")
+    # The certificates carry the instance's IP address, which Prometheus checks them against: no server_name.
+    assert registry_config["tls_config"] == {"ca_file": REGISTRY_CA_FILE}
+    assert registry_config["static_configs"][0] == {"targets": ["192.0.2.41:8081"], "labels": {"node": "registry1"}}
+    assert all(
+        "tls_config" not in c and "scheme" not in c for c in parsed["scrape_configs"] if c is not registry_config
+    )
+
+
+NO_REGISTRY = {"instances": {}, "scheme": "http", "metrics_path": "/metrics", "client_ca": "", "firewall_services": [],
+               "problems": []}  # fmt: skip
+
+
+@pytest.mark.parametrize("registry", [None, {}, NO_REGISTRY], ids=["not passed", "undefined", "no hosts"])
+def test_an_inventory_without_registry_hosts_has_no_registry_job(registry: dict[str, object] | None) -> None:
+    from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import prometheus_model
+    from test_preflight_refusals import PROMETHEUS
+
+    model = prometheus_model({"mon1": {"ansible_host": "192.0.2.30"}}, {"monitoring": ["mon1"]}, {}, {}, PROMETHEUS,
+                             None, registry)  # fmt: skip
+    assert model["problems"] == []
+    assert "schema_registry" not in [j["name"] for j in model["jobs"]]
+
+
+def test_a_registry_over_plain_http_is_scraped_without_tls() -> None:
+    from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import (
+        prometheus_model,
+        prometheus_scrape_configs,
+    )
+    from test_preflight_refusals import PROMETHEUS
+
+    registry = {
+        **NO_REGISTRY,
+        "instances": {"registry1": {"address": "192.0.2.41", "port": 8080, "url": "http://192.0.2.41:8080"}},
+    }
+    model = prometheus_model({}, {}, {}, {}, {**PROMETHEUS, "registry_ca_file": REGISTRY_CA_FILE}, None, registry)
+    config = next(c for c in prometheus_scrape_configs(model) if c["job_name"] == "schema_registry")
+    assert config == {
+        "job_name": "schema_registry",
+        "metrics_path": "/metrics",
+        "static_configs": [{"targets": ["192.0.2.41:8080"], "labels": {"node": "registry1"}}],
+    }
+
+
+def test_a_registry_over_https_without_its_ca_is_refused() -> None:
+    from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import prometheus_model
+    from test_preflight_refusals import PROMETHEUS
+
+    model = prometheus_model(
+        {}, {}, {}, {}, {**PROMETHEUS, "registry_ca_file": REGISTRY_CA_FILE}, None, {**REGISTRY, "client_ca": ""}
+    )
+    assert model["problems"] == [
+        "the schema registry serves 'https' with client_ca '', which Prometheus cannot scrape (https needs the CA that "
+        "signed the registry's certificates): check schema_registry_cluster from the schema_registry role's preflight."
+    ]

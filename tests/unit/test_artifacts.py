@@ -160,7 +160,7 @@ def test_parse_lock_reads_coordinates_and_classifier(tmp_path: Path) -> None:
         (lambda d: d["tools"].pop("kafka-server-start"), "kafka-server-start"),
         (lambda d: d["tools"].update({"kafka-bad": "not a class"}), "bad Java class name"),
         (lambda d: d["artifacts"][0].update(sha512="abc"), "128 lowercase hex"),
-        (lambda d: d["artifacts"][0].update(file="../evil.jar"), "plain .jar file name"),
+        (lambda d: d["artifacts"][0].update(file="../evil.jar"), "file must be a plain .jar"),
         (lambda d: d["artifacts"][0].update(file="other-9.9.9.jar"), "does not match its coordinates"),
         (lambda d: d["artifacts"].append(dict(d["artifacts"][0])), "share the file name"),
         (lambda d: d.update(artifacts=[]), "artifacts is empty"),

@@ -148,6 +148,9 @@ def spark_job_metric_names() -> set[str]:
     return {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
 
 
+# Apicurio Registry 3.0.9's Micrometer endpoint (/metrics on its API port), read off a running registry: its REST
+# calls counted by method, route template and status class.
+SCHEMA_REGISTRY = {"rest_requests_count_total"}
 # Spark's own servlets (PrometheusServlet) as the spark scenario reads them: the master's and the workers' gauges.
 SPARK_MASTER = {"metrics_master_aliveWorkers_Value", "metrics_master_apps_Value"}
 SPARK_WORKER = {"metrics_worker_coresUsed_Value", "metrics_worker_memUsed_MB_Value"}
@@ -163,6 +166,7 @@ def metrics_by_job() -> dict[str, set[str]]:
         "spark_master": SPARK_MASTER,
         "spark_worker": SPARK_WORKER,
         "spark_job": spark_job_metric_names(),
+        "schema_registry": SCHEMA_REGISTRY,
     }
     return {job: names | {"up"} for job, names in jobs.items()}
 

@@ -51,8 +51,10 @@ def model(settings: dict[str, Any] = SASL) -> dict[str, Any]:
     return result
 
 
-def security(users: Any = USERS, acls: Any = ACLS, authorizer: Any = True, settings: dict = SASL) -> dict[str, Any]:
-    return kafka_sasl_settings(model(settings), users, "admin", "broker", authorizer, acls)
+def security(
+    users: Any = USERS, acls: Any = ACLS, authorizer: Any = True, settings: dict = SASL, quotas: Any = None
+) -> dict[str, Any]:
+    return kafka_sasl_settings(model(settings), users, "admin", "broker", authorizer, acls, quotas)
 
 
 def test_a_sasl_cluster_checks_out_and_names_no_password() -> None:

@@ -278,3 +278,24 @@ def test_a_vaulted_scram_password_that_does_not_fit_is_refused_without_showing_i
     )
     for password in passwords.values():
         assert password not in run.stdout + run.stderr
+
+
+def test_a_registry_schema_that_is_not_avro_is_refused_before_any_host(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "orders.avsc").write_text('{"type": "record", "name": "O", "fields": [{"name": "id"}]}')
+    path = inventory(
+        tmp_path,
+        {
+            **shipped_archive(),
+            "schema_registry_schemas_dir": str(tmp_path / "schemas"),
+            "schema_registry_subjects": [{"name": "orders-value", "schema_file": "orders.avsc"}],
+        },
+    )
+    inv = yaml.safe_load(path.read_text())
+    inv["all"]["children"]["schema_registry"] = {"hosts": {"kafka1": None, "kafka2": None}}
+    path.write_text(yaml.safe_dump(inv))
+    refused_in_preflight(
+        site(path),
+        f"schema_registry_subjects[0] (orders-value): schema_file {tmp_path}/schemas/orders.avsc is not a valid Avro "
+        "schema",
+    )

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from ansible_collections.kafkalab.kafka.plugins.filter.firewall_plan import firewall_plan
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_sasl import kafka_sasl_settings
 from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import prometheus_model
 from ansible_collections.kafkalab.kafka.plugins.filter.spark_consumer_sizing import spark_consumer_sizing
 from ansible_collections.kafkalab.kafka.plugins.filter.spark_model import spark_cluster_model
@@ -140,6 +141,23 @@ def firewall(changes: dict[str, Any], host_changes: HostVars | None = None) -> l
 def topics(declared: list[dict[str, Any]], brokers: int = 3, known_configs: set[str] | None = None) -> list[str]:
     """The declared topics' problems (config names against known_configs, the release's list, when given)."""
     return topics_check(declared, brokers, known_configs)
+
+
+SASL_USERS = [
+    {"name": "admin", "password": "Adm1n-pass-word"},
+    {"name": "broker", "password": "Br0ker-pass-word"},
+    {"name": "app", "password": "App-pass-word-1"},
+    {"name": "retired", "state": "absent"},
+]
+
+
+def quotas(declared: Any) -> list[str]:
+    """The problems of kafka_quotas on the good cluster with a SASL_SSL listener, users admin, broker, app (and
+    retired, declared absent)."""
+    listeners = [{"name": "INTERNAL", "port": 9092, "protocol": "SASL_SSL"}]
+    model = kafka_cluster_model(hosts(), NAMES, NAMES, {**KAFKA, "listeners": listeners, "tls_ca_dir": "/inv/.pki"})
+    assert model["problems"] == []
+    return kafka_sasl_settings(model, SASL_USERS, "admin", "broker", False, [], declared)["problems"]
 
 
 def variables(
@@ -1015,6 +1033,80 @@ CASES = [
             "topic 't': configs.message.format.version is not a topic config this Kafka release knows (see Kafka's topic configs for this release).",
         ],
         id="topic-config-removed-in-the-release",
+    ),
+    # --- client quotas (kafka_quotas)
+    pytest.param(
+        lambda: quotas([{"user": "app", "producer_byterate": 1048576}]),
+        [
+            "kafka_quotas[0] (user=app): producer_byterate is not a quota key; did you mean producer_byte_rate?",
+        ],
+        id="quota-key-misspelt",
+    ),
+    pytest.param(
+        lambda: quotas([{"user": "app", "producer_byte_rate": 1048576, "burst": 2}]),
+        [
+            "kafka_quotas[0] (user=app): burst is not a quota key; known: user, client_id, producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate, state.",
+        ],
+        id="quota-key-unknown",
+    ),
+    pytest.param(
+        lambda: quotas([{"user": "mallory", "producer_byte_rate": 1048576}]),
+        [
+            "kafka_quotas[0] (user=mallory): user mallory is not a user kafka_users declares (present): declare the user, fix the name, or write '<default>' for every user without a quota of their own.",
+        ],
+        id="quota-for-an-undeclared-user",
+    ),
+    pytest.param(
+        lambda: quotas([{"user": "retired", "consumer_byte_rate": 1048576}]),
+        [
+            "kafka_quotas[0] (user=retired): user retired is not a user kafka_users declares (present): declare the user, fix the name, or write '<default>' for every user without a quota of their own.",
+        ],
+        id="quota-for-a-user-declared-absent",
+    ),
+    pytest.param(
+        lambda: quotas([{"client_id": "batch", "producer_byte_rate": 1.5, "request_percentage": 0}]),
+        [
+            "kafka_quotas[0] (client-id=batch): producer_byte_rate 1.5 is not a whole number of bytes per second (per broker), 1 or more.",
+            "kafka_quotas[0] (client-id=batch): request_percentage 0 is not a number above 0 (percent of one request thread, per broker).",
+        ],
+        id="quota-values-not-positive-numbers",
+    ),
+    pytest.param(
+        lambda: quotas([{"user": "<default>", "controller_mutation_rate": "fast"}]),
+        [
+            "kafka_quotas[0] (user=<default>): controller_mutation_rate 'fast' is not a number above 0 (partitions created or deleted per second).",
+        ],
+        id="quota-value-a-word",
+    ),
+    pytest.param(
+        lambda: quotas([{"producer_byte_rate": 1048576}]),
+        [
+            "kafka_quotas[0] names no entity: set user (a user kafka_users declares, or '<default>' for every user without one of their own), client_id (a client id, or '<default>'), or both.",
+        ],
+        id="quota-without-an-entity",
+    ),
+    pytest.param(
+        lambda: quotas([{"user": "app", "client_id": "bulk"}]),
+        [
+            "kafka_quotas[0] (user=app,client-id=bulk) sets no quota: give at least one of producer_byte_rate, consumer_byte_rate, request_percentage, controller_mutation_rate, or state: absent to remove the quotas it has.",
+        ],
+        id="quota-that-sets-nothing",
+    ),
+    pytest.param(
+        lambda: quotas(
+            [{"user": "app", "producer_byte_rate": 1048576}, {"user": "app", "consumer_byte_rate": 1048576}]
+        ),
+        [
+            "kafka_quotas[1] (user=app): the same entity as kafka_quotas[0]; declare each entity once, with all its quotas.",
+        ],
+        id="quota-entity-declared-twice",
+    ),
+    pytest.param(
+        lambda: quotas({"user": "app", "producer_byte_rate": 1048576}),
+        [
+            "kafka_quotas must be a list of quotas, not a dict: e.g. [{user: alice, producer_byte_rate: 1048576}].",
+        ],
+        id="quotas-not-a-list",
     ),
     pytest.param(
         lambda: variables({h: {"kafka_mode": "kraftt"} for h in NAMES}, controller={"kafka_mode": "kraftt"}),

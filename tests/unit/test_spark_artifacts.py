@@ -178,3 +178,37 @@ def test_lock_jars_refuses_a_jar_that_differs_from_the_published_checksum(tmp_pa
     with pytest.raises(ChecksumMismatchError, match=r"alpha-1\.0\.jar: sha1 .* differs from the repository's"):
         lock_jars("x", ["org.example:alpha:1.0"], repo, tmp_path / "locks", build_opener(ssl_context({})), quiet)
     assert not (tmp_path / "locks" / "x.json").exists()
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "artifacts" / "locks").glob("apicurio-registry-*.json")), ids=lambda p: p.name
+)
+def test_committed_registry_lock_pins_apicurios_runnable_distribution_by_sha512(path: Path) -> None:
+    lock = load_jar_lock(path)
+    version = path.stem.removeprefix("apicurio-registry-")
+    (art,) = lock.artifacts
+    assert (art.group, art.artifact, art.version, art.classifier, art.extension) == (
+        "io.apicurio", "apicurio-registry-app", version, "all", "tar.gz"
+    )  # fmt: skip
+    assert art.file == f"apicurio-registry-app-{version}-all.tar.gz"
+    assert art.coordinate == f"io.apicurio:apicurio-registry-app:{version}:all@tar.gz"
+
+
+def test_lock_jars_pins_a_packaged_archive_and_fetch_jars_lays_it_out(tmp_path: Path) -> None:
+    data = b"a distribution"
+    archive = tmp_path / "repo/org/example/app/1.0/app-1.0-all.tar.gz"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(data)
+    archive.with_name(archive.name + ".sha512").write_text(hashlib.sha512(data).hexdigest())
+    repo = (tmp_path / "repo").as_uri()
+    opener = build_opener(ssl_context({}))
+    path = lock_jars("app-1.0", ["org.example:app:1.0:all@tar.gz"], repo, tmp_path / "locks", opener, quiet)
+    (art,) = load_jar_lock(path).artifacts
+    assert (art.file, art.extension, art.classifier) == ("app-1.0-all.tar.gz", "tar.gz", "all")
+    result = fetch_jars(path, repo, tmp_path / "out", opener, quiet)
+    assert (result.directory / "app-1.0-all.tar.gz").read_bytes() == data
+
+
+def test_an_unknown_packaging_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="not a Maven coordinate"):
+        lock_jars("x", ["org.example:app:1.0@rpm"], "file:///nowhere", tmp_path, build_opener(ssl_context({})), quiet)

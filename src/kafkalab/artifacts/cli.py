@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--jobs", type=int, default=DOWNLOAD_JOBS, help="parallel downloads")
     pin = sub.add_parser("lock-jars", help="developers only: pin the given jars by sha512 in a jar lock")
     pin.add_argument("--name", required=True, help="lock name, e.g. spark-kafka-4.0.4")
-    pin.add_argument("coordinates", nargs="+", help="group:artifact:version[:classifier]")
+    pin.add_argument("coordinates", nargs="+", help="group:artifact:version[:classifier][@tar.gz or @zip]")
     pin.add_argument("--repository", help=repo_help)
     pin.add_argument("--lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="default artifacts/locks")
     wheels = sub.add_parser("build-wheels", help="build hash-pinned requirements and local projects into wheels")

@@ -21,9 +21,11 @@ JAR_LOCK_KIND = "jars"
 _SHA512_RE = re.compile(r"^[0-9a-f]{128}$")
 _TOOL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _CLASS_NAME_RE = re.compile(r"^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)+$")
-_JAR_NAME_RE = re.compile(r"^[\w.+-]+\.jar$")
+# A jar, or a packaged distribution (Apicurio Registry's runnable tar.gz), as Maven names them.
+EXTENSIONS = ("jar", "tar.gz", "zip")
+_JAR_NAME_RE = re.compile(r"^[\w.+-]+\.(jar|tar\.gz|zip)$")
 _LOCK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_COORDINATE_RE = re.compile(r"^[\w.-]+:[\w.-]+:[\w.+-]+(:[\w.-]+)?$")
+_COORDINATE_RE = re.compile(r"^[\w.-]+:[\w.-]+:[\w.+-]+(:[\w.-]+)?(@(jar|tar\.gz|zip))?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,11 +39,13 @@ class Artifact:
     file: str
     sha512: str
     size: int
+    # What Maven packaged: a jar, or a distribution archive (tar.gz, zip).
+    extension: str = "jar"
 
     @property
     def coordinate(self) -> str:
         parts = [self.group, self.artifact, self.version] + ([self.classifier] if self.classifier else [])
-        return ":".join(parts)
+        return ":".join(parts) + ("" if self.extension == "jar" else f"@{self.extension}")
 
     @property
     def repository_path(self) -> str:
@@ -79,8 +83,8 @@ def lock_path(lock_dir: Path, scala_version: str, kafka_version: str) -> Path:
     return lock_dir / f"{dist_name(scala_version, kafka_version)}.json"
 
 
-def jar_file_name(artifact: str, version: str, classifier: str | None) -> str:
-    return f"{artifact}-{version}-{classifier}.jar" if classifier else f"{artifact}-{version}.jar"
+def jar_file_name(artifact: str, version: str, classifier: str | None, extension: str = "jar") -> str:
+    return f"{artifact}-{version}-{classifier}.{extension}" if classifier else f"{artifact}-{version}.{extension}"
 
 
 def _require(data: Mapping[str, object], key: str, kind: type, where: str) -> object:
@@ -97,15 +101,20 @@ def parse_artifact(data: object, where: str) -> Artifact:
     classifier = data.get("classifier")
     if classifier is not None and (not isinstance(classifier, str) or not classifier):
         raise ArtifactError(f"{where}: 'classifier' must be a non-empty string or absent, got {classifier!r}")
+    extension = data.get("extension", "jar")
+    if extension not in EXTENSIONS:
+        raise ArtifactError(f"{where}: 'extension' must be one of {', '.join(EXTENSIONS)} or absent, got {extension!r}")
     size = int(str(_require(data, "size", int, where)))
     if not _SHA512_RE.match(text["sha512"]):
         raise ArtifactError(f"{where}: sha512 must be 128 lowercase hex digits, got {text['sha512']!r}")
     if not _JAR_NAME_RE.match(text["file"]):
-        raise ArtifactError(f"{where}: file must be a plain .jar file name, got {text['file']!r}")
-    expected = jar_file_name(text["artifact"], text["version"], classifier)
+        raise ArtifactError(f"{where}: file must be a plain .jar (or .tar.gz, .zip) file name, got {text['file']!r}")
+    expected = jar_file_name(text["artifact"], text["version"], classifier, extension)
     if text["file"] != expected:
         raise ArtifactError(f"{where}: file {text['file']!r} does not match its coordinates (expected {expected!r})")
-    return Artifact(text["group"], text["artifact"], text["version"], classifier, text["file"], text["sha512"], size)
+    return Artifact(
+        text["group"], text["artifact"], text["version"], classifier, text["file"], text["sha512"], size, extension
+    )
 
 
 def parse_lock(data: object, source: str = "lock") -> Lock:
@@ -173,6 +182,8 @@ def artifact_to_json(art: Artifact) -> dict[str, object]:
     }
     if art.classifier:
         entry["classifier"] = art.classifier
+    if art.extension != "jar":
+        entry["extension"] = art.extension
     return entry
 
 
@@ -248,8 +259,19 @@ def jar_lock_to_json(lock: JarLock, roots: Sequence[str], repository: str) -> st
 
 
 def parse_coordinate(text: str) -> tuple[str, str, str, str | None]:
-    """group:artifact:version[:classifier]"""
+    """group:artifact:version[:classifier] (a jar; parse_packaged_coordinate reads an @extension too)"""
+    group, artifact, version, classifier, extension = parse_packaged_coordinate(text)
+    if extension != "jar":
+        raise ArtifactError(f"not a jar's Maven coordinate: {text!r} (expected group:artifact:version[:classifier])")
+    return group, artifact, version, classifier
+
+
+def parse_packaged_coordinate(text: str) -> tuple[str, str, str, str | None, str]:
+    """group:artifact:version[:classifier][@extension], e.g. io.apicurio:apicurio-registry-app:3.0.9:all@tar.gz"""
     if not _COORDINATE_RE.match(text):
-        raise ArtifactError(f"not a Maven coordinate: {text!r} (expected group:artifact:version[:classifier])")
+        raise ArtifactError(
+            f"not a Maven coordinate: {text!r} (expected group:artifact:version[:classifier][@jar|@tar.gz|@zip])"
+        )
+    text, _at, extension = text.partition("@")
     parts = text.split(":")
-    return parts[0], parts[1], parts[2], (parts[3] if len(parts) == 4 else None)
+    return parts[0], parts[1], parts[2], (parts[3] if len(parts) == 4 else None), extension or "jar"

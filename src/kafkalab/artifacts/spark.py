@@ -27,8 +27,8 @@ from kafkalab.artifacts.lock import (
     jar_file_name,
     jar_lock_to_json,
     load_jar_lock,
-    parse_coordinate,
     parse_jar_lock,
+    parse_packaged_coordinate,
 )
 from kafkalab.artifacts.maven import DOWNLOAD_JOBS, download, fetch_all, verify_published
 from kafkalab.artifacts.tarball import FIXED_MTIME
@@ -64,18 +64,19 @@ def lock_jars(
     opener: urllib.request.OpenerDirector,
     log: Callable[[str], None],
 ) -> Path:
-    """Pin exactly the given jars (no transitive resolution): each download is checked against the
-    repository's published checksum, then its sha512 goes into <lock_dir>/<name>.json."""
+    """Pin exactly the given jars or packaged archives (`...:all@tar.gz`; no transitive resolution): each download is
+    checked against the repository's published checksum, then its sha512 goes into <lock_dir>/<name>.json."""
     artifacts = []
     with tempfile.TemporaryDirectory(prefix="kafkalab-lock-jars-") as tmp_name:
         for text in sorted(coordinates):
-            group, artifact, version, classifier = parse_coordinate(text)
-            file = jar_file_name(artifact, version, classifier)
+            group, artifact, version, classifier, extension = parse_packaged_coordinate(text)
+            file = jar_file_name(artifact, version, classifier, extension)
             relative = "/".join([*group.split("."), artifact, version, file])
             dest = Path(tmp_name) / file
             download(opener, f"{repository}/{relative}", dest)
             sha512 = verify_published(opener, repository, relative, dest)
-            artifacts.append(Artifact(group, artifact, version, classifier, file, sha512, dest.stat().st_size))
+            size = dest.stat().st_size
+            artifacts.append(Artifact(group, artifact, version, classifier, file, sha512, size, extension))
             log(f"pinned {text}")
     lock = JarLock(name, tuple(artifacts))
     text = jar_lock_to_json(lock, sorted(coordinates), repository)
