@@ -135,7 +135,7 @@ def test_a_converge_at_vvv_shows_no_secret(secrets: dict[str, set[str]]) -> None
     if _scram_passwords():
         tasks += [
             f"{ROLE}kafka : Write the node's files",
-            f"{ROLE}kafka_topics : Apply the declared SCRAM users and ACLs",
+            f"{ROLE}kafka_topics : Apply the declared SCRAM users, ACLs and client quotas",
         ]
         if group_hosts(inventory_listing(), "spark"):
             tasks += [f"{ROLE}spark_consumer : Render the job's settings"]

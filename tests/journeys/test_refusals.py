@@ -157,6 +157,8 @@ def test_listeners_that_run_tls_switched_to_plaintext_are_refused() -> None:
         "kafka_users": [],
         "kafka_authorizer": False,
         "kafka_acls": [],
+        # The quotas of the users gone (a quota names a declared user).
+        "kafka_quotas": [],
     }
     said = refused("kafka.yml", "-e", json.dumps(extra))
     if controller.get("name") in switch:
