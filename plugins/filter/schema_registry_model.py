@@ -279,7 +279,8 @@ def schema_registry_model(
             f": it must be a whole number from 1 to the number of brokers ({len(brokers)}). Fix it in group_vars."
         )
         replication = 1
-    min_isr = max(1, min(2, replication - 1)) if replication > 1 else 1
+    # One replica may be away (a restart) and writes go on; a single replica is its own minimum.
+    min_isr = min(2, replication - 1) if replication > 1 else 1
     # One partition each: the journal's order is the registry's order of changes.
     topics = [
         {

@@ -175,6 +175,9 @@ PAYMENT = [
 OPTIONAL_NOTE = {"name": "note", "type": ["null", "string"], "default": None}
 REQUIRED_QTY = {"name": "qty", "type": "int"}
 
+# Each record's first version, by name.
+ORDER_OF = {"Order": ORDER, "Payment": PAYMENT, "Customer": CUSTOMER}
+
 # (rule, subject, record, allowed change, forbidden change): each registered on a fresh copy of the subject.
 CASES = [
     # BACKWARD: new readers read old data. A new field needs a default; a required one breaks it.
@@ -216,9 +219,6 @@ def test_a_rule_registers_what_it_allows_and_refuses_what_it_forbids(
     print(f"{rule}: {copy} refused {refused.get('message', refused)!r}")
     call(first, "DELETE", f"{CCOMPAT}/subjects/{copy}")
     call(first, "DELETE", f"{CCOMPAT}/subjects/{copy}?permanent=true")
-
-
-ORDER_OF = {"Order": ORDER, "Payment": PAYMENT, "Customer": CUSTOMER}
 
 
 # ---- Avro end to end: Confluent's serializer, the schema id in each record ------------------------------------
