@@ -149,3 +149,43 @@ def test_the_quarantine_and_the_counts_may_have_their_own_triggers() -> None:
         "30 seconds",
     ]
     assert cfg.write_partitions == 2
+
+
+AVRO = {
+    "topics": ["orders"],
+    "registry_urls": ["https://10.0.0.5:8081/apis/ccompat/v7", "https://10.0.0.6:8081/apis/ccompat/v7"],
+    "registry_ca": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    "output": "/data/avro",
+    "quarantine": "/data/avro-quarantine",
+}
+
+
+def test_the_avro_archive_is_read_from_its_table() -> None:
+    cfg = config.parse({**GOOD, "avro": AVRO})
+    assert cfg.avro is not None
+    assert (cfg.avro.topics, cfg.avro.output_path, cfg.avro.quarantine_path) == (
+        ("orders",),
+        "/data/avro",
+        "/data/avro-quarantine",
+    )
+    # Without a trigger of its own, the archive's.
+    assert cfg.trigger_for("avro") == "5 seconds"
+    assert config.parse({**GOOD, "avro": {**AVRO, "trigger_interval": "2 seconds"}}).trigger_for("avro") == "2 seconds"
+    assert config.parse(GOOD).avro is None
+    assert config.parse({**GOOD, "avro": {**AVRO, "topics": []}}).avro is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"topics": ["events"]}, "avro.topics ['events'] are in kafka.topics too"),
+        ({"registry_urls": []}, "avro.registry_urls must be a non-empty list"),
+        ({"registry_urls": ["10.0.0.5:8081"]}, "avro.registry_urls must be a non-empty list"),
+        ({"registry_ca": "not a certificate"}, "avro.registry_ca must hold PEM certificates"),
+        ({"output": 3}, "avro.output must be a str"),
+        ({"trigger_interval": "soon"}, "avro.trigger_interval must look like"),
+    ],
+)
+def test_bad_avro_settings_name_the_key(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(config.ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        config.parse({**GOOD, "avro": {**AVRO, **change}})

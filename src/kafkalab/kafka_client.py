@@ -130,6 +130,22 @@ def settings(path: str | None = None) -> dict[str, Any]:
     return from_properties(read_properties(text), path)
 
 
+def librdkafka_settings(bootstrap: str, path: str | None = None) -> dict[str, Any]:
+    """The same settings in librdkafka's names, for confluent-kafka's clients (the Avro serializers' producers)."""
+    found = settings(path)
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": found.get("security_protocol", "PLAINTEXT"),
+    }
+    if found.get("ssl_cafile"):
+        conf["ssl.ca.location"] = found["ssl_cafile"]
+    if found.get("sasl_mechanism"):
+        conf["sasl.mechanisms"] = found["sasl_mechanism"]
+        conf["sasl.username"] = found["sasl_plain_username"]
+        conf["sasl.password"] = found["sasl_plain_password"]
+    return conf
+
+
 def use(path: str | None) -> None:
     """A tool's --client-config: what its clients, and the processes it starts, read."""
     if path:

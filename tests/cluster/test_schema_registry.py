@@ -226,16 +226,7 @@ def test_a_rule_registers_what_it_allows_and_refuses_what_it_forbids(
 
 def librdkafka_settings(cluster: Cluster) -> dict[str, Any]:
     """confluent-kafka's settings for the bootstrap listener, from the kafka role's client settings (the admin)."""
-    settings = kafka_client.settings(os.path.join(ca_dir(), "client.properties"))
-    conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap}
-    conf["security.protocol"] = settings.get("security_protocol", "PLAINTEXT")
-    if settings.get("ssl_cafile"):
-        conf["ssl.ca.location"] = settings["ssl_cafile"]
-    if settings.get("sasl_mechanism"):
-        conf["sasl.mechanisms"] = settings["sasl_mechanism"]
-        conf["sasl.username"] = settings["sasl_plain_username"]
-        conf["sasl.password"] = settings["sasl_plain_password"]
-    return conf
+    return kafka_client.librdkafka_settings(cluster.bootstrap, os.path.join(ca_dir(), "client.properties"))
 
 
 RECORDS = 5000

@@ -221,6 +221,15 @@ def test_a_spark_job_without_a_declared_kafka_user_is_refused_on_a_sasl_listener
     assert "Adm1n-unit-test-pass" not in run.stdout + run.stderr
 
 
+def test_an_avro_archive_without_a_registry_is_refused(tmp_path: Path) -> None:
+    run = site(with_spark(tmp_path, {"spark_consumer_avro_topics": ["orders"]}, {}))
+    refused_in_preflight(
+        run,
+        'spark1: spark_consumer_avro_topics is ["orders"], but the job has no Schema Registry to read their schemas '
+        "from: add hosts to group schema_registry, or set spark_consumer_schema_registry_urls to its ccompat API",
+    )
+
+
 VAULT_PASSWORD = "unit-test-vault-password"
 
 

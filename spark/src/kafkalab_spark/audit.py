@@ -7,6 +7,7 @@ downstream reader sees them. Prints JSON.
     python -m kafkalab_spark.audit --config /etc/spark-consumer/job.toml                # totals
     python -m kafkalab_spark.audit --config ... --run RUN_ID --records                  # one e2e run's rows
     python -m kafkalab_spark.audit --config ... --tail 5                                # the latest rows
+    python -m kafkalab_spark.audit --config ... --avro-topic orders [--records]         # an Avro topic's archive
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from kafkalab_spark import avro
 from kafkalab_spark import config as job_config
 
 
@@ -122,6 +124,40 @@ def audit(
     return report
 
 
+def avro_audit(spark: SparkSession, cfg: job_config.JobConfig, topic: str, with_records: bool) -> dict[str, Any]:
+    """One Avro topic's archive (every batch, columns merged) and the Avro quarantine: rows, distinct positions,
+    the typed columns of the records (value.*) and, with_records, each row [partition, offset, key, schema id,
+    value as a JSON object]."""
+    if cfg.avro is None:
+        raise SystemExit(f"{topic}: the job's settings have no [avro] table")
+    records = avro.read_archive(spark, cfg.avro.output_path, topic)
+    quarantine = avro.read_quarantine(spark, cfg.avro.quarantine_path)
+    report: dict[str, Any] = {"topic": topic, "rows": 0, "distinct_positions": 0, "columns": {}, "quarantined": {}}
+    if records is not None:
+        report["rows"] = records.count()
+        report["distinct_positions"] = records.select("partition", "offset").distinct().count()
+        report["columns"] = {f.name: f.dataType.simpleString() for f in records.schema["value"].dataType.fields}
+        report["batches"] = records.select("batch").distinct().count()
+        if with_records:
+            rows = records.select(
+                "partition",
+                "offset",
+                "key",
+                "schema_id",
+                F.to_json("value", {"ignoreNullFields": "false"}).alias("value"),
+            )
+            report["records"] = [
+                [r["partition"], r["offset"], r["key"], r["schema_id"], json.loads(r["value"])] for r in rows.collect()
+            ]
+    if quarantine is not None:
+        of_topic = quarantine.where(F.col("topic") == topic)
+        report["quarantined"] = {
+            f"{r['partition']}:{r['offset']}": r["reason"]
+            for r in of_topic.select("partition", "offset", "reason").collect()
+        }
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kafkalab_spark.audit", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", required=True)
@@ -134,12 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check-metrics", action="store_true", help="each window of the windowed counts against the archive"
     )
+    parser.add_argument("--avro-topic", help="this Avro topic's archive (with --records: its rows) and quarantine")
     args = parser.parse_args(argv)
     cfg = job_config.load(args.config)
     spark = local_session()
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        report = audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key, args.check_metrics)
+        if args.avro_topic:
+            report = avro_audit(spark, cfg, args.avro_topic, args.records)
+        else:
+            report = audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key, args.check_metrics)
         json.dump(report, sys.stdout)
         sys.stdout.write("\n")
     finally:

@@ -23,6 +23,21 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class AvroConfig:
+    """The Avro archive ([avro]; kafkalab_spark.avro): topics whose values are in the registry's wire format,
+    archived as typed columns, each record decoded with the schema its id names in the registry."""
+
+    topics: tuple[str, ...]
+    # The registry's Confluent-compatible API, one URL per instance (tried in order).
+    registry_urls: tuple[str, ...]
+    # PEM certificates that verify the registry's HTTPS ("": the system's).
+    registry_ca: str
+    output_path: str
+    quarantine_path: str
+    trigger_interval: str
+
+
+@dataclass(frozen=True)
 class JobConfig:
     app_name: str
     bootstrap_servers: str
@@ -52,10 +67,14 @@ class JobConfig:
     # Where the driver serves the job's progress as Prometheus metrics ([metrics]; port 0: not served).
     metrics_bind: str = ""
     metrics_port: int = 0
+    # The Avro archive (None: no [avro] table, or no topics in it).
+    avro: AvroConfig | None = None
 
     def trigger_for(self, query: str) -> str:
         """The trigger interval of one of the job's queries."""
         own = {"quarantine": self.quarantine_trigger_interval, "metrics": self.metrics_trigger_interval}
+        if self.avro is not None:
+            own["avro"] = self.avro.trigger_interval
         return own.get(query) or self.trigger_interval
 
     def checkpoint_for(self, query: str) -> str:
@@ -141,7 +160,43 @@ def parse(data: Mapping[str, Any]) -> JobConfig:
         write_partitions=counts["write_partitions"],
         metrics_bind=str(metrics.get("bind", "")),
         metrics_port=_port(data, "metrics.port"),
+        avro=parse_avro(data),
         **own_triggers,
+    )
+
+
+def parse_avro(data: Mapping[str, Any]) -> AvroConfig | None:
+    """Validate the [avro] table of a decoded config document (None when it is absent or lists no topics)."""
+    table = data.get("avro")
+    if table is None:
+        return None
+    if not isinstance(table, Mapping):
+        raise ConfigError("avro must be a table")
+    topics = _get(data, "avro.topics", list)
+    if not topics:
+        return None
+    if not all(isinstance(t, str) and t for t in topics):
+        raise ConfigError(f"avro.topics must be a list of topic names, got {topics!r}")
+    both = sorted(set(topics) & set(_get(data, "kafka.topics", list)))
+    if both:
+        raise ConfigError(f"avro.topics {both} are in kafka.topics too: a topic is archived as JSON/text or as Avro")
+    urls = _get(data, "avro.registry_urls", list)
+    if not urls or not all(isinstance(u, str) and u.startswith(("https://", "http://")) for u in urls):
+        raise ConfigError(f"avro.registry_urls must be a non-empty list of http(s) URLs, got {urls!r}")
+    ca = str(table.get("registry_ca", ""))
+    if ca and "-----BEGIN CERTIFICATE-----" not in ca:
+        raise ConfigError("avro.registry_ca must hold PEM certificates (or be empty: the system's)")
+    return AvroConfig(
+        topics=tuple(topics),
+        registry_urls=tuple(urls),
+        registry_ca=ca,
+        output_path=str(_get(data, "avro.output", str)),
+        quarantine_path=str(_get(data, "avro.quarantine", str)),
+        trigger_interval=(
+            _interval(data, "avro.trigger_interval")
+            if "trigger_interval" in table
+            else _interval(data, "stream.trigger_interval")
+        ),
     )
 
 

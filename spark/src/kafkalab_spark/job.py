@@ -5,6 +5,8 @@ Three Structured Streaming queries share one SparkSession, each with its own che
   quarantine  malformed records and their reason -> Parquet at paths.quarantine
   metrics     per-topic windowed counts and latency of the archived records -> Parquet at paths.metrics
               (after the watermark)
+and, when [avro] lists topics, a fourth:
+  avro        the Avro topics' records as typed columns, schemas from the registry (kafkalab_spark.avro)
 The file sink records each committed batch in <path>/_spark_metadata, and the checkpoint records the
 offsets each batch read: after a crash a batch is re-run with the same offsets and written at most once,
 so every Kafka record lands exactly once. Read the output with Spark (which honours _spark_metadata),
@@ -39,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
+from kafkalab_spark import avro
 from kafkalab_spark import config as job_config
 from kafkalab_spark import metrics as job_metrics
 from kafkalab_spark.progress import StatusFile, progress_line, read_checkpoint, summarize_progress
@@ -52,13 +55,24 @@ STOP_WAIT_S = 60.0
 T = TypeVar("T")
 
 
-def read_kafka(spark: SparkSession, cfg: job_config.JobConfig, max_offsets_per_trigger: int | None = None) -> DataFrame:
-    """The Kafka source over the job's topics; max_offsets_per_trigger overrides the config's (0: no limit)."""
+def query_names(cfg: job_config.JobConfig) -> tuple[str, ...]:
+    """The job's queries: the three above, and the Avro archive's when [avro] lists topics."""
+    return QUERIES + (("avro",) if cfg.avro is not None else ())
+
+
+def read_kafka(
+    spark: SparkSession,
+    cfg: job_config.JobConfig,
+    max_offsets_per_trigger: int | None = None,
+    topics: Sequence[str] = (),
+) -> DataFrame:
+    """The Kafka source over the job's topics (or those given); max_offsets_per_trigger overrides the config's
+    (0: no limit)."""
     limit = cfg.max_offsets_per_trigger if max_offsets_per_trigger is None else max_offsets_per_trigger
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
-        .option("subscribe", ",".join(cfg.topics))
+        .option("subscribe", ",".join(topics or cfg.topics))
         # Only used when a query has no checkpoint yet; afterwards the checkpoint's offsets win.
         .option("startingOffsets", cfg.starting_offsets)
         .option("failOnDataLoss", str(cfg.fail_on_data_loss).lower())
@@ -115,7 +129,24 @@ def start_queries(spark: SparkSession, cfg: job_config.JobConfig) -> list[Stream
             .trigger(processingTime=cfg.trigger_for(name))
             .start()
         )
+    if cfg.avro is not None:
+        queries.append(start_avro_query(spark, cfg, cfg.avro))
     return queries
+
+
+def start_avro_query(spark: SparkSession, cfg: job_config.JobConfig, avro_cfg: job_config.AvroConfig) -> StreamingQuery:
+    """The Avro archive (kafkalab_spark.avro): its own Kafka source and checkpoint, each micro-batch decoded with
+    the registry's schemas and written once per topic (foreachBatch)."""
+    registry = avro.Registry(avro_cfg.registry_urls, avro_cfg.registry_ca)
+    archive = avro.AvroArchive(registry, avro_cfg.output_path, avro_cfg.quarantine_path)
+    return (
+        read_kafka(spark, cfg, topics=avro_cfg.topics)
+        .writeStream.queryName("avro")
+        .foreachBatch(archive)
+        .option("checkpointLocation", cfg.checkpoint_for("avro"))
+        .trigger(processingTime=avro_cfg.trigger_interval)
+        .start()
+    )
 
 
 class ProgressListener(StreamingQueryListener):
@@ -167,7 +198,7 @@ def resume_point(query: str, checkpoint: str, starting_offsets: str) -> dict[str
 
 def started_from(cfg: job_config.JobConfig) -> dict[str, Any]:
     """For each query: the checkpointed batch and offsets it resumes from, or the startingOffsets it uses."""
-    return {name: resume_point(name, cfg.checkpoint_for(name), cfg.starting_offsets) for name in QUERIES}
+    return {name: resume_point(name, cfg.checkpoint_for(name), cfg.starting_offsets) for name in query_names(cfg)}
 
 
 @dataclass(frozen=True)
@@ -250,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = startup.settings
     status = StatusFile(cfg.status_path, started_from(cfg), job_version())
     if cfg.metrics_port:
-        triggers = {name: job_config.seconds(cfg.trigger_for(name)) for name in QUERIES}
+        triggers = {name: job_config.seconds(cfg.trigger_for(name)) for name in query_names(cfg)}
         job_metrics.serve(
             status, job_metrics.report_intervals(triggers), cfg.app_name, cfg.metrics_bind, cfg.metrics_port
         )

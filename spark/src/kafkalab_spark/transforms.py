@@ -91,18 +91,23 @@ def records_schema(spark: SparkSession) -> StructType:
     return good_records(parse_records(spark.createDataFrame([], KAFKA_SCHEMA))).schema
 
 
-def quarantined(parsed: DataFrame) -> DataFrame:
-    """The malformed records with their reason and their raw bytes, so nothing is lost or guessed at."""
-    return parsed.where(F.col("quarantine_reason").isNotNull()).select(
+def quarantine_rows(rows: DataFrame, reason: Column) -> DataFrame:
+    """Rows as a quarantine keeps them: position, raw bytes (columns key_raw, value_raw), Kafka timestamp, reason."""
+    return rows.select(
         "topic",
         "partition",
         "offset",
         F.col("key_raw").alias("key"),
         F.col("value_raw").alias("value"),
         "kafka_timestamp",
-        F.col("quarantine_reason").alias("reason"),
+        reason.alias("reason"),
         F.current_timestamp().alias("quarantined_at"),
     )
+
+
+def quarantined(parsed: DataFrame) -> DataFrame:
+    """The malformed records with their reason and their raw bytes, so nothing is lost or guessed at."""
+    return quarantine_rows(parsed.where(F.col("quarantine_reason").isNotNull()), F.col("quarantine_reason"))
 
 
 def windowed_counts(records: DataFrame, window_duration: str, watermark_delay: str) -> DataFrame:
