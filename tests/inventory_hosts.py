@@ -226,3 +226,12 @@ def one_per_machine(names: Sequence[str]) -> list[str]:
 def machine_mates(name: str, names: Sequence[str]) -> list[str]:
     """The hosts of `names` on the same machine as `name` (itself included)."""
     return [other for other in names if machine(other) == machine(name)]
+
+
+def bootstrap_protocol() -> str:
+    """The protocol of the brokers' inter-broker listener (the bootstrap servers' one), from the inventory."""
+    broker = group("kafka_broker")[0]
+    variables = runner().get_variables(broker)
+    listeners = variables.get("kafka_listeners") or []
+    name = variables.get("kafka_inter_broker_listener_name", "INTERNAL")
+    return next((str(item.get("protocol", "PLAINTEXT")) for item in listeners if item.get("name") == name), "")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from acl_probe import read_error, write_error
-from inventory_hosts import ca_dir, group, node, runner
+from inventory_hosts import bootstrap_protocol, ca_dir, group, node, runner
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 
@@ -55,20 +55,13 @@ def test_master_worker_and_job_are_running(spark_node: SparkNode) -> None:
     assert sorted(a["name"] for a in state["activeapps"]) == expected
 
 
-def _bootstrap_protocol() -> str:
-    broker = group("kafka_broker")[0]
-    listeners = runner().get_variables(broker).get("kafka_listeners") or []
-    name = runner().get_variables(broker).get("kafka_inter_broker_listener_name", "INTERNAL")
-    return next((str(item.get("protocol", "PLAINTEXT")) for item in listeners if item.get("name") == name), "")
-
-
 def test_the_job_reads_kafka_over_tls_when_its_bootstrap_listener_runs_tls(spark_node: SparkNode) -> None:
     """The job's Kafka options follow the brokers' listener: TLS trusting the CA (the spark scenario's is the
     operator's own, kafka_tls_own_ca), whose certificate goes
     in the options themselves (ssl.truststore.certificates), so executors on every worker have it; with SASL_SSL
     also the SCRAM login of spark_consumer_kafka_user. The other tests of this file then prove records flow
     through it."""
-    protocol = _bootstrap_protocol()
+    protocol = bootstrap_protocol()
     options = spark_node.config["kafka"].get("options", {})
     if protocol not in ("SSL", "SASL_SSL"):
         assert options.get("security.protocol", "PLAINTEXT") == "PLAINTEXT", options
@@ -89,7 +82,7 @@ def test_the_jobs_kafka_user_may_read_its_topic_and_nothing_more(spark_node: Spa
     """With SASL_SSL, the job's own login (read from its settings, as the executors get it) fetches its topic
     but is refused writing to it and reading the topic it only writes: the job runs with the ACLs the inventory
     gives its user, not as the admin. Real requests to the brokers, kafka-python as the client."""
-    if _bootstrap_protocol() != "SASL_SSL":
+    if bootstrap_protocol() != "SASL_SSL":
         pytest.skip("the brokers' bootstrap listener takes no logins")
     login = {**spark_node.kafka_login(), "ssl_cafile": os.path.join(ca_dir(), "trust.pem")}
     topic = spark_node.config["kafka"]["topics"][0]
