@@ -130,8 +130,8 @@ def avro_audit(spark: SparkSession, cfg: job_config.JobConfig, topic: str, with_
     value as a JSON object]."""
     if cfg.avro is None:
         raise SystemExit(f"{topic}: the job's settings have no [avro] table")
-    records = avro.read_archive(spark, cfg.avro.output_path, topic)
-    quarantine = avro.read_quarantine(spark, cfg.avro.quarantine_path)
+    records = avro.read_batches(spark, str(Path(cfg.avro.output_path, topic)))
+    quarantine = avro.read_batches(spark, cfg.avro.quarantine_path)
     report: dict[str, Any] = {"topic": topic, "rows": 0, "distinct_positions": 0, "columns": {}, "quarantined": {}}
     if records is not None:
         report["rows"] = records.count()

@@ -31,7 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -123,12 +123,12 @@ class Registry:
             self.schemas[schema_id] = (str(found.get("schemaType") or "AVRO").upper(), str(found["schema"]))
         return self.schemas[schema_id]
 
-    def latest(self, subject: str) -> tuple[int, int, str] | None:
-        """(version, id, schema text) of a subject's latest version, or None when there is no such subject."""
+    def latest(self, subject: str) -> tuple[int, str] | None:
+        """(version, schema text) of a subject's latest version, or None when there is no such subject."""
         found = self._get(f"/subjects/{urllib.parse.quote(subject, safe='')}/versions/latest")
         if found is None:
             return None
-        return int(found["version"]), int(found["id"]), str(found["schema"])
+        return int(found["version"]), str(found["schema"])
 
 
 def framed(kafka_rows: DataFrame) -> DataFrame:
@@ -208,9 +208,7 @@ def decode(
             )
             for schema_id in avro_ids
         ]
-        topic_rows = parts[0]
-        for part in parts[1:]:
-            topic_rows = topic_rows.unionByName(part)
+        topic_rows = reduce(DataFrame.unionByName, parts)
         ok = decoded_ok(reader)
         decoded.records[topic] = topic_rows.where(ok).select(
             "topic",
@@ -232,21 +230,18 @@ def decode(
                 ),
             )
         )
-    quarantine = problems[0]
-    for part in problems[1:]:
-        quarantine = quarantine.unionByName(part)
-    decoded.quarantine = quarantine
+    decoded.quarantine = reduce(DataFrame.unionByName, problems)
     return decoded
 
 
-def write_once(frame: DataFrame, final: Path, remove: Callable[[Path], None] = shutil.rmtree) -> bool:
+def write_once(frame: DataFrame, final: Path) -> bool:
     """Write a batch's rows to `final` unless an earlier run of the batch did: under <parent>/_staging first, then
     renamed into place (atomic on one filesystem). False when it was already there."""
     if final.exists():
         return False
     staging = final.parent / "_staging" / final.name
     if staging.exists():  # a run cut off before its rename: never committed, never read
-        remove(staging)
+        shutil.rmtree(staging)
     frame.write.mode("errorifexists").parquet(str(staging))
     final.parent.mkdir(parents=True, exist_ok=True)
     os.rename(staging, final)
@@ -262,7 +257,6 @@ class AvroArchive:
         self.quarantine = Path(quarantine)
         self.subject_suffix = subject_suffix
         self.readers: dict[str, tuple[int, str]] = {}  # topic -> (latest version, schema) at the last look
-        self.last: dict[str, Any] = {}
 
     def reader_schemas(self, topics: Sequence[str], new_ids: bool) -> dict[str, str]:
         """The schema each topic's records are read into: its subject's latest version, looked up again when the
@@ -274,7 +268,7 @@ class AvroArchive:
             if latest is None:
                 self.readers.pop(topic, None)
                 continue
-            version, _, schema = latest
+            version, schema = latest
             if self.readers.get(topic, (None,))[0] != version:
                 LOG.info("topic %s: reading into %s%s version %d", topic, topic, self.subject_suffix, version)
             self.readers[topic] = (version, schema)
@@ -291,33 +285,20 @@ class AvroArchive:
             writers = {i: s for i in sorted({i for _, i in present}) if (s := self.registry.schema(i)) is not None}
             readers = self.reader_schemas(sorted({t for t, _ in present}), new_ids)
             decoded = decode(rows, present, writers, readers)
-            written = [
-                topic
-                for topic, frame in sorted(decoded.records.items())
-                if write_once(frame, self.output / topic / f"batch={batch_id}")
-            ]
-            quarantined = 0
+            for topic, frame in sorted(decoded.records.items()):
+                write_once(frame, self.output / topic / f"batch={batch_id}")
             if decoded.quarantine is not None:
                 problems = decoded.quarantine.persist()
-                quarantined = problems.count()
-                if quarantined:
+                if problems.count():
                     write_once(problems, self.quarantine / f"batch={batch_id}")
                 problems.unpersist()
-            self.last = {"batch": batch_id, "topics": written, "quarantined": quarantined, "ids": sorted(writers)}
         finally:
             rows.unpersist()
 
 
-def read_archive(spark: Any, output: str, topic: str) -> DataFrame | None:
-    """One topic's archive, every batch's columns merged (None before its first batch)."""
-    path = Path(output, topic)
-    if not path.is_dir() or not any(p.name.startswith("batch=") for p in path.iterdir()):
+def read_batches(spark: Any, path: str) -> DataFrame | None:
+    """The committed batch directories under path (a topic's archive, or the quarantine), every batch's columns
+    merged (older batches read a column added later as null); None before the first batch."""
+    if not Path(path).is_dir() or not any(p.name.startswith("batch=") for p in Path(path).iterdir()):
         return None
-    return spark.read.option("mergeSchema", "true").parquet(str(path))  # type: ignore[no-any-return]
-
-
-def read_quarantine(spark: Any, quarantine: str) -> DataFrame | None:
-    path = Path(quarantine)
-    if not path.is_dir() or not any(p.name.startswith("batch=") for p in path.iterdir()):
-        return None
-    return spark.read.parquet(str(path))  # type: ignore[no-any-return]
+    return spark.read.option("mergeSchema", "true").parquet(path)  # type: ignore[no-any-return]
