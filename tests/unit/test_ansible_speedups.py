@@ -383,3 +383,61 @@ def test_write_files_writes_what_the_template_and_copy_modules_would_in_one_call
     assert f"{files / 'by-file-lookup'}: the new content fails 'grep -q ^rules: %s' (rc 1); not written" in said
     assert (files / "by-file-lookup").read_bytes() == b"rules:\n  - a\n\n"
     assert sorted(path.name for path in files.iterdir() if path.name.startswith(".")) == []
+
+
+MITOGEN = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: A module, as every task runs one
+      ansible.builtin.command: "true"
+      changed_when: false
+    - name: The connections this host's tasks went through
+      mitogen_get_stack:
+      register: stack
+    - name: Show them
+      ansible.builtin.copy:
+        content: "{{ stack | to_json }}"
+        dest: "{{ out }}"
+"""
+
+
+def test_the_projects_strategy_runs_the_tasks_over_mitogen(tmp_path: Path) -> None:
+    """ansible.cfg's strategy, mitogen_linear (src/kafkalab/strategy_plugins): the tasks' modules go to an
+    interpreter Mitogen keeps on the host for the run. mitogen_get_stack exists only under a Mitogen strategy, and
+    says which connections Mitogen opened (its action is named here only so that the playbook parses)."""
+    import ansible_mitogen
+
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(MITOGEN)
+    out = tmp_path / "stack.json"
+    actions = Path(ansible_mitogen.__file__).parent / "plugins" / "action"
+    run = run_playbook(
+        playbook,
+        "localhost,",
+        cwd=tmp_path,
+        args=[*LOCAL, "-e", f"out={out}"],
+        env={"ANSIBLE_ACTION_PLUGINS": str(actions)},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "plain linear strategy" not in run.stdout + run.stderr
+    stack = json.loads(out.read_text())["result"]
+    assert [hop["method"] for hop in stack] == ["local"], stack
+
+
+def test_without_mitogen_the_strategy_is_plain_linear_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ansible-playbook from outside the venv (no mitogen) still runs: Ansible's linear strategy, with a warning."""
+    import importlib.util
+
+    from ansible.plugins.strategy.linear import StrategyModule as Linear
+
+    monkeypatch.setitem(sys.modules, "ansible_mitogen", None)
+    monkeypatch.setitem(sys.modules, "ansible_mitogen.strategy", None)
+    path = ROOT / "src" / "kafkalab" / "strategy_plugins" / "mitogen_linear.py"
+    spec = importlib.util.spec_from_file_location("kafkalab_strategy_without_mitogen", path)
+    assert spec is not None and spec.loader is not None
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    assert plugin.StrategyModule.__mro__[1] is Linear
+    assert "ansible_mitogen" not in " ".join(cls.__module__ for cls in plugin.StrategyModule.__mro__)

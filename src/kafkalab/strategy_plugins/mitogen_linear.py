@@ -1,0 +1,53 @@
+"""Ansible strategy `mitogen_linear` (ansible.cfg, the molecule scenarios): Ansible's linear strategy, its tasks run
+over Mitogen's connections.
+
+Mitogen (pinned in pyproject.toml, so in the project's venv) keeps one Python interpreter per host for the whole run
+and sends each task's module to it, where plain Ansible starts Python on the host and unpacks the module for every
+task. The plays, their order, the tasks' results, no_log and check mode are Ansible's own; only how a module reaches
+the host changes. docs/measurements.md ("Ansible's cost per task") has the paired figures.
+
+This file only finds Mitogen's own strategy where the venv installed it, so that ansible.cfg does not name a path
+inside the venv. Two additions:
+- molecule's docker driver names its connection `community.docker.docker`, which Mitogen does not take over
+  (it knows `docker`): it is handed to Mitogen's docker connection too.
+- Without Mitogen (an ansible-playbook from outside the venv), this is plain `linear`, and says so once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.utils.display import Display
+
+try:
+    import ansible_mitogen.strategy as _mitogen
+except ImportError:  # not the project's venv
+    _mitogen = None
+
+from ansible.plugins.strategy.linear import StrategyModule as _Linear
+
+# Connections Mitogen takes over under another name than its own.
+_ALIASES = {"community.docker.docker": "docker"}
+
+if _mitogen is None:
+
+    class StrategyModule(_Linear):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            Display().warning(
+                "strategy mitogen_linear: the mitogen package is not installed in this Python (make venv installs "
+                "it), so this run uses Ansible's plain linear strategy: the same tasks, only slower."
+            )
+            super().__init__(*args, **kwargs)
+
+else:
+    _mitogen.REDIRECTED_CONNECTION_PLUGINS = (*_mitogen.REDIRECTED_CONNECTION_PLUGINS, *_ALIASES)
+    _get_with_context = _mitogen.wrap_connection_loader__get_with_context
+
+    def _aliased(name: str, *args: Any, **kwargs: Any) -> Any:
+        return _get_with_context(_ALIASES.get(name, name), *args, **kwargs)
+
+    # Looked up by name when the strategy installs its wrappers, at the start of each run.
+    _mitogen.wrap_connection_loader__get_with_context = _aliased
+
+    class StrategyModule(_mitogen.StrategyMixin, _Linear):  # type: ignore[misc,no-redef]
+        """Mitogen's mitogen_linear, as its own plugin file defines it."""
