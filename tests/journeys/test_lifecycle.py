@@ -259,6 +259,10 @@ def test_a_third_run_of_site_yml_changes_and_restarts_nothing(load: Load, capsys
     vvv = LIFECYCLE / (f"molecule-{SCENARIO}.vvv.log" if SCENARIO else "journey.vvv.log")
     recap = vvv_run("site.yml", kept(), vvv)
     assert_unchanged(recap, group("kafka") + hosts_in("monitoring"))
+    # site.yml imports playbooks/preflight.yml once per layer; its checks run in the first import only.
+    said = vvv.read_text()
+    for task in ("Check on the controller, once", "Remember that the host checks passed in this run"):
+        assert said.count(f"TASK [{task}]") == 1, f"{task}: {said.count(f'TASK [{task}]')} times in {vvv}"
     assert_nothing_restarted()
     account(load, capsys, "quorum to dynamic and a config roll, killed and finished; a no-op site.yml")
 
