@@ -7,20 +7,25 @@ task. The plays, their order, the tasks' results, no_log and check mode are Ansi
 the host changes. docs/measurements.md ("Ansible's cost per task") has the paired figures.
 
 This file only finds Mitogen's own strategy where the venv installed it, so that ansible.cfg does not name a path
-inside the venv. Two additions:
+inside the venv. Three additions:
 - molecule's docker driver names its connection `community.docker.docker`, which Mitogen does not take over
   (it knows `docker`): it is handed to Mitogen's docker connection too.
+- A local connection's user is the user running Ansible, as Ansible's own local connection says: so `become` to
+  that same user (root running the plays on the controller) needs no sudo, as under plain Ansible
+  (become_allow_same_user), where Mitogen would start sudo, which a controller may not have.
 - Without Mitogen (an ansible-playbook from outside the venv), this is plain `linear`, and says so once.
 """
 
 from __future__ import annotations
 
+import getpass
 from typing import Any
 
 from ansible.utils.display import Display
 
 try:
     import ansible_mitogen.strategy as _mitogen
+    import ansible_mitogen.transport_config as _transport
 except ImportError:  # not the project's venv
     _mitogen = None
 
@@ -48,6 +53,14 @@ else:
 
     # Looked up by name when the strategy installs its wrappers, at the start of each run.
     _mitogen.wrap_connection_loader__get_with_context = _aliased
+
+    _remote_user = _transport.PlayContextSpec.remote_user
+
+    def _local_user(self: Any) -> Any:
+        user = _remote_user(self)
+        return user if user or self.transport() != "local" else getpass.getuser()
+
+    _transport.PlayContextSpec.remote_user = _local_user
 
     class StrategyModule(_mitogen.StrategyMixin, _Linear):  # type: ignore[misc,no-redef]
         """Mitogen's mitogen_linear, as its own plugin file defines it."""
