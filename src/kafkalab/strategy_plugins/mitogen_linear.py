@@ -1,5 +1,5 @@
-"""Ansible strategy `mitogen_linear` (ansible.cfg, the molecule scenarios): Ansible's linear strategy, its tasks run
-over Mitogen's connections.
+"""Ansible strategy `mitogen_linear` (ansible.cfg): Ansible's linear strategy, its tasks run over Mitogen's
+connections where the host is reached by SSH or locally.
 
 Mitogen (pinned in pyproject.toml, so in the project's venv) keeps one Python interpreter per host for the whole run
 and sends each task's module to it, where plain Ansible starts Python on the host and unpacks the module for every
@@ -7,9 +7,10 @@ task. The plays, their order, the tasks' results, no_log and check mode are Ansi
 the host changes. docs/measurements.md ("Ansible's cost per task") has the paired figures.
 
 This file only finds Mitogen's own strategy where the venv installed it, so that ansible.cfg does not name a path
-inside the venv. Three additions:
-- molecule's docker driver names its connection `community.docker.docker`, which Mitogen does not take over
-  (it knows `docker`): it is handed to Mitogen's docker connection too.
+inside the venv, and adds:
+- Hosts reached through `community.docker.docker` (molecule's docker driver) keep that connection: Mitogen does not
+  take it over by that name, and handed to Mitogen's docker connection a no-op site.yml on the default scenario
+  took longer (median 66.0 s against 59.2 s, docs/measurements.md), where over SSH it took a quarter less.
 - A local connection's user is the user running Ansible, as Ansible's own local connection says: so `become` to
   that same user (root running the plays on the controller) needs no sudo, as under plain Ansible
   (become_allow_same_user), where Mitogen would start sudo, which a controller may not have.
@@ -31,9 +32,6 @@ except ImportError:  # not the project's venv
 
 from ansible.plugins.strategy.linear import StrategyModule as _Linear
 
-# Connections Mitogen takes over under another name than its own.
-_ALIASES = {"community.docker.docker": "docker"}
-
 if _mitogen is None:
 
     class StrategyModule(_Linear):  # type: ignore[misc]
@@ -45,15 +43,6 @@ if _mitogen is None:
             super().__init__(*args, **kwargs)
 
 else:
-    _mitogen.REDIRECTED_CONNECTION_PLUGINS = (*_mitogen.REDIRECTED_CONNECTION_PLUGINS, *_ALIASES)
-    _get_with_context = _mitogen.wrap_connection_loader__get_with_context
-
-    def _aliased(name: str, *args: Any, **kwargs: Any) -> Any:
-        return _get_with_context(_ALIASES.get(name, name), *args, **kwargs)
-
-    # Looked up by name when the strategy installs its wrappers, at the start of each run.
-    _mitogen.wrap_connection_loader__get_with_context = _aliased
-
     _remote_user = _transport.PlayContextSpec.remote_user
 
     def _local_user(self: Any) -> Any:
