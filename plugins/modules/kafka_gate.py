@@ -77,6 +77,19 @@ options:
     type: list
     elements: str
     default: []
+  wait_ports:
+    description:
+      - >-
+        C(phase=after) only: the TCP ports of the node (its listeners, and the controller port of a controller) to
+        wait for on I(host) before the first look, polled every quarter second within I(timeout) (one task for what
+        was a wait per port). The result's C(ports_open_after) says how long they took.
+    type: list
+    elements: int
+    default: []
+  host:
+    description: "The address to reach I(wait_ports) on (the node's own)."
+    type: str
+    default: ""
   formatted:
     description:
       - >-
@@ -106,7 +119,11 @@ leader_id:
   returned: always
   type: int
 waited:
-  description: Seconds spent until the gate held.
+  description: Seconds spent until the gate held (after the ports opened, with I(wait_ports)).
+  returned: always
+  type: float
+ports_open_after:
+  description: Seconds until every port of I(wait_ports) accepted a connection (0 without I(wait_ports)).
   returned: always
   type: float
 problems:
@@ -121,6 +138,7 @@ waited_for:
   elements: str
 """
 
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -211,6 +229,21 @@ def look(module: AnsibleModule) -> Health:
     return health
 
 
+def wait_ports(host: str, ports: list[int], deadline: float) -> list[int]:
+    """Poll until every port accepts a TCP connection on host, or the deadline passes; the ports still closed."""
+    closed = list(ports)
+    while True:
+        for port in list(closed):
+            try:
+                with socket.create_connection((host, port), timeout=1):
+                    closed.remove(port)
+            except OSError:
+                break  # the node opens its ports within moments of each other: look at this one again first
+        if not closed or time.monotonic() >= deadline:
+            return closed
+        time.sleep(0.25)
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -228,23 +261,48 @@ def main() -> None:
             "timeout": {"type": "int", "default": 300},
             "unprotected_topics": {"type": "list", "elements": "str", "default": []},
             "formatted": {"type": "bool", "default": False},
+            "wait_ports": {"type": "list", "elements": "int", "default": []},
+            "host": {"type": "str", "default": ""},
         },
         supports_check_mode=True,
     )
+    p = module.params
+    if p["wait_ports"] and not p["host"]:
+        module.fail_json(msg="wait_ports needs host: the address the node's ports are reached on")
     started = time.monotonic()
-    deadline = started + module.params["timeout"]
+    ports_open_after = 0.0
+    if p["wait_ports"] and p["phase"] == "after":
+        closed = wait_ports(p["host"], p["wait_ports"], started + p["timeout"])
+        ports_open_after = round(time.monotonic() - started, 1)
+        if closed:
+            module.fail_json(
+                msg=(
+                    f"node {p['node_id']} did not open port(s) {', '.join(map(str, closed))} on {p['host']} within "
+                    f"{p['timeout']} s of its start: see its log (journalctl -u <its unit>, and the log dir's "
+                    "server.log) for why it did not come up."
+                ),
+                leader_id=None,
+                waited=0.0,
+                ports_open_after=ports_open_after,
+                problems=[f"port {port} closed" for port in closed],
+                waited_for=[],
+            )
+        started = time.monotonic()
+    deadline = started + p["timeout"]
     waited_for: list[str] = []  # what the first look found wrong, when the gate had to wait: said in the result
     while True:
         health = look(module)
         if health.ok or health.lost or time.monotonic() >= deadline:
             break
         waited_for = waited_for or health.problems
-        time.sleep(3)
+        # A look costs seconds of JVM start already (three tools side by side): a short pause between looks.
+        time.sleep(1.5)
     waited = round(time.monotonic() - started, 1)
     result: dict[str, Any] = {
         "changed": False,
         "leader_id": health.leader_id,
         "waited": waited,
+        "ports_open_after": ports_open_after,
         "problems": health.problems,
         "waited_for": waited_for[:8],
     }

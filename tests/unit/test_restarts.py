@@ -3,7 +3,9 @@ and which properties are applied at run time. Pure logic, no cluster (the molecu
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,6 +41,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.restart_state impor
 )
 from ansible_collections.kafkalab.kafka.plugins.modules.kafka_dynamic_configs import parse_describe, plan
 from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import look as gate_look
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import wait_ports
 
 TOPICS = (
     "Topic: load\tTopicId: 8Yq2\tPartitionCount: 2\tReplicationFactor: 3\t"
@@ -377,6 +380,28 @@ def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Pat
     # The look's tools ran side by side (each a JVM on a node): every one started before any finished.
     assert len(spans) == len(tools)
     assert max(start for start, _end in spans) < min(end for _start, end in spans)
+
+
+def test_the_gate_after_waits_for_every_port_of_the_node_and_names_the_ones_that_stayed_closed() -> None:
+    """The gate's wait for a restarted node's ports (one task, where a wait per port was one each): a port that opens
+    while it waits is waited for, and one that never opens is named when the time is up."""
+    early, late, never = (socket.socket() for _ in range(3))
+    for sock in (early, late, never):
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in (early, late, never)]
+    early.listen()
+    opener = threading.Timer(0.6, late.listen)
+    opener.start()
+    try:
+        assert wait_ports("127.0.0.1", ports[:2], time.monotonic() + 30) == []
+        assert opener.finished.is_set(), "returned before the late port opened"
+        deadline = time.monotonic() + 1
+        assert wait_ports("127.0.0.1", ports, deadline) == [ports[2]]
+        assert time.monotonic() >= deadline, "gave up on the closed port before its time"
+    finally:
+        opener.cancel()
+        for sock in (early, late, never):
+            sock.close()
 
 
 def test_a_partition_whose_only_replica_was_on_the_replaced_disk_is_lost_not_waited_for() -> None:
