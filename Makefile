@@ -176,7 +176,7 @@ molecule-%: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## one
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-$*.ansible.log
 	$(BIN)/molecule test -s $*
 
-journey: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about an hour): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
+journey: venv $(if $(MOLECULE_PREPARED),,artifacts images collection)  ## molecule zookeeper with the whole journey under load (KAFKALAB_JOURNEY=full, about 35 min): a ZooKeeper roll, a killed migration, rollback, migration again, finalization with no-op repeats, upgrade to 4.3.1
 	mkdir -p .cache/lifecycle && rm -f .cache/lifecycle/molecule-zookeeper.ansible.log
 	export KAFKALAB_JOURNEY=full; m='$(BIN)/molecule'; \
 	$$m destroy -s zookeeper && $$m syntax -s zookeeper && $$m create -s zookeeper && $$m converge -s zookeeper \

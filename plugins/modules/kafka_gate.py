@@ -20,6 +20,11 @@ description:
   - >-
     C(phase=after) (the node was started) - the same, minus the "without it" rules, so the node is
     registered and unfenced, its replicas are back in sync, and, for a controller, it has caught up.
+  - >-
+    C(phase=after) with I(next_nodes) - once the gate holds, its last look also answers the gate before the stop
+    of each of those nodes (the same conditions, on the same tools' answers): the result's C(may_stop) names the
+    ones that may stop now, so a rolling restart stops the next node on that look instead of starting the three
+    tools again. A node it does not name goes through its own gate before, which waits.
   - Read-only; runs in check mode too.
 extends_documentation_fragment:
   - kafkalab.kafka.kafka_tools
@@ -90,6 +95,13 @@ options:
     description: "The address to reach I(wait_ports) on (the node's own)."
     type: str
     default: ""
+  next_nodes:
+    description:
+      - >-
+        C(phase=after) only: the nodes (node id -> their roles) whose gate before the stop the last look also
+        answers, for C(may_stop).
+    type: dict
+    default: {}
   formatted:
     description:
       - >-
@@ -136,6 +148,11 @@ waited_for:
   returned: always
   type: list
   elements: str
+may_stop:
+  description: The ids of I(next_nodes) that the gate's last look lets stop now (empty when the gate failed).
+  returned: always
+  type: list
+  elements: int
 """
 
 import socket
@@ -174,11 +191,9 @@ def _tools(module: AnsibleModule, calls: list[tuple[str, ...]]) -> list[tuple[st
         return list(pool.map(one, calls))
 
 
-def look(module: AnsibleModule) -> Health:
-    """One look at the cluster, as the gate of this phase sees it."""
-    p = module.params
-    health = Health()
-    stopping = p["phase"] == "before"
+def _calls(p: dict[str, Any], phase: str, roles: list[str]) -> dict[str, tuple[str, ...]]:
+    """The tools a look of this phase runs, for a node of these roles (the after phase asks for every one a
+    before phase would: its look answers both)."""
     calls: dict[str, tuple[str, ...]] = {
         "topics": ("kafka-topics", "--bootstrap-server", p["bootstrap_servers"], "--describe"),
     }
@@ -190,27 +205,43 @@ def look(module: AnsibleModule) -> Health:
             "describe",
             "--replication",
         )
-        if "broker" in p["roles"] or not stopping:
+        if "broker" in roles or phase == "after":
             calls["brokers"] = ("kafka-broker-api-versions", "--bootstrap-server", p["bootstrap_servers"])
     else:
         calls["ids"] = ("zookeeper-shell", p["zookeeper_connect"], "ls", "/brokers/ids")
         calls["controller"] = ("zookeeper-shell", p["zookeeper_connect"], "get", "/controller")
-    got = dict(zip(calls, _tools(module, list(calls.values())), strict=True))
-    if "quorum" in got:
+    return calls
+
+
+def ask(module: AnsibleModule) -> dict[str, tuple[str | None, str]]:
+    """The tools' answers for one look of this gate's phase (tool -> (stdout, "") or (None, why it failed))."""
+    p = module.params
+    calls = _calls(p, p["phase"], p["roles"])
+    return dict(zip(calls, _tools(module, list(calls.values())), strict=True))
+
+
+def judge(
+    p: dict[str, Any], got: dict[str, tuple[str | None, str]], phase: str, node_id: int, roles: list[str]
+) -> Health:
+    """What one look's answers say for a node of these roles in this phase (only the tools that phase asks)."""
+    health = Health()
+    stopping = phase == "before"
+    wanted = _calls(p, phase, roles)
+    if "quorum" in wanted:
         out, why = got["quorum"]
         if out is None:
             health.problems.append(why)
         else:
             voters = parse_voters(out)
             health.leader_id = next((v.node_id for v in voters if v.status == "Leader"), None)
-            if "controller" in p["roles"]:
-                health.problems += quorum_problems(voters, p["node_id"], stopping, p["controller_lag_max"])
+            if "controller" in roles:
+                health.problems += quorum_problems(voters, node_id, stopping, p["controller_lag_max"])
             elif health.leader_id is None:
                 health.problems.append("the metadata quorum has no leader")
-    if "brokers" in got:
+    if "brokers" in wanted:
         out, why = got["brokers"]
         health.problems += [why] if out is None else broker_problems(parse_brokers(out), p["brokers"])
-    if "ids" in got:
+    if "ids" in wanted:
         out, why = got["ids"]
         health.problems += [why] if out is None else broker_problems(parse_zookeeper_ids(out), p["brokers"])
         out, why = got["controller"]
@@ -221,12 +252,27 @@ def look(module: AnsibleModule) -> Health:
     if out is None:
         health.problems.append(why)
     else:
-        node = p["node_id"] if stopping and "broker" in p["roles"] else None
+        node = node_id if stopping and "broker" in roles else None
         partitions = parse_topics(out, p["default_min_insync_replicas"])
         health.problems += partition_problems(partitions, node, p["unprotected_topics"])
         if p["formatted"] and not stopping:
-            health.lost = lost_partitions(partitions, p["node_id"])
+            health.lost = lost_partitions(partitions, node_id)
     return health
+
+
+def look(module: AnsibleModule) -> Health:
+    """One look at the cluster, as the gate of this phase sees it."""
+    p = module.params
+    return judge(p, ask(module), p["phase"], p["node_id"], p["roles"])
+
+
+def may_stop(p: dict[str, Any], got: dict[str, tuple[str | None, str]]) -> list[int]:
+    """The next nodes (p["next_nodes"]) whose gate before the stop holds on these answers of an after look."""
+    return [
+        int(node_id)
+        for node_id, roles in p["next_nodes"].items()
+        if judge(p, got, "before", int(node_id), list(roles)).ok
+    ]
 
 
 def wait_ports(host: str, ports: list[int], deadline: float) -> list[int]:
@@ -263,12 +309,18 @@ def main() -> None:
             "formatted": {"type": "bool", "default": False},
             "wait_ports": {"type": "list", "elements": "int", "default": []},
             "host": {"type": "str", "default": ""},
+            "next_nodes": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     p = module.params
     if p["wait_ports"] and not p["host"]:
         module.fail_json(msg="wait_ports needs host: the address the node's ports are reached on")
+    if p["next_nodes"] and p["phase"] != "after":
+        module.fail_json(msg="next_nodes is for phase=after: a gate before the stop answers for its own node")
+    bad = [str(k) for k, v in p["next_nodes"].items() if not str(k).isdigit() or not isinstance(v, list)]
+    if bad:
+        module.fail_json(msg=f"next_nodes maps node ids to lists of roles; not so for: {', '.join(bad)}")
     started = time.monotonic()
     ports_open_after = 0.0
     if p["wait_ports"] and p["phase"] == "after":
@@ -286,12 +338,14 @@ def main() -> None:
                 ports_open_after=ports_open_after,
                 problems=[f"port {port} closed" for port in closed],
                 waited_for=[],
+                may_stop=[],
             )
         started = time.monotonic()
     deadline = started + p["timeout"]
     waited_for: list[str] = []  # what the first look found wrong, when the gate had to wait: said in the result
     while True:
-        health = look(module)
+        got = ask(module)
+        health = judge(p, got, p["phase"], p["node_id"], p["roles"])
         if health.ok or health.lost or time.monotonic() >= deadline:
             break
         waited_for = waited_for or health.problems
@@ -305,6 +359,8 @@ def main() -> None:
         "ports_open_after": ports_open_after,
         "problems": health.problems,
         "waited_for": waited_for[:8],
+        # The next node's gate before the stop, answered by this look (a rolling restart's next step).
+        "may_stop": may_stop(p, got) if health.ok and not health.lost else [],
     }
     if health.lost:
         node, shown = module.params["node_id"], ", ".join(health.lost[:8])

@@ -11,7 +11,7 @@ make test runs:
    timestamps come from the one kernel every container shares, so the down windows compare directly.
 2. A server whose data dir holds another myid than the inventory gives it, an inventory that would take the running
    TLS ensemble back to plaintext, and one whose CA dir lost the project CA are refused before any host changes.
-make journey (KAFKALAB_JOURNEY=full; about an hour) goes on to KRaft and Kafka 4.3.1:
+make journey (KAFKALAB_JOURNEY=full; about 35 min in all) goes on to KRaft and Kafka 4.3.1:
 3. playbooks/migrate_to_kraft.yml, its first run SIGKILLed once every broker has its migration-mode file; the next run
    reads where the cluster is and finishes (the brokers run KRaft, the controllers still write to ZooKeeper).
 4. playbooks/rollback_to_zookeeper.yml takes it back, as Kafka's rollback steps say; a second rollback changes

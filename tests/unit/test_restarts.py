@@ -40,7 +40,9 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.restart_state impor
     pending_reasons,
 )
 from ansible_collections.kafkalab.kafka.plugins.modules.kafka_dynamic_configs import parse_describe, plan
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import judge as gate_judge
 from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import look as gate_look
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import may_stop as gate_may_stop
 from ansible_collections.kafkalab.kafka.plugins.modules.kafka_gate import wait_ports
 
 TOPICS = (
@@ -380,6 +382,43 @@ def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Pat
     # The look's tools ran side by side (each a JVM on a node): every one started before any finished.
     assert len(spans) == len(tools)
     assert max(start for start, _end in spans) < min(end for _start, end in spans)
+
+
+def test_the_gate_after_a_start_answers_the_next_nodes_gate_before_on_the_same_look() -> None:
+    """A rolling restart's gate after node 1's start also judges the next node's stop, on the same tools' answers
+    and by the gate before's own rules: node 2 may stop; node 3 may not (it alone holds single-0, and it trails
+    the quorum leader by more than the lag allowed); a gate that did not hold lets no one stop."""
+    healthy = TOPICS.replace("Isr: 2,3\t", "Isr: 2,3,1\t")
+    brokers = "".join(f"10.0.0.{i}:9092 (id: {i} rack: null isFenced: false) -> (\n)\n" for i in (1, 2, 3))
+    params: dict[str, Any] = {
+        "mode": "kraft",
+        "bootstrap_servers": "k1:9092",
+        "bootstrap_controller": "k1:9093",
+        "zookeeper_connect": "",
+        "brokers": [1, 2, 3],
+        "default_min_insync_replicas": 1,
+        "controller_lag_max": 100,
+        "unprotected_topics": [],
+        "formatted": False,
+        "next_nodes": {"2": ["broker", "controller"], "3": ["broker", "controller"]},
+    }
+    got: dict[str, tuple[str | None, str]] = {
+        "topics": (healthy, ""),
+        "quorum": (QUORUM.replace("4100          412", "4510          2"), ""),
+        "brokers": (brokers, ""),
+    }
+    both = ["broker", "controller"]
+    assert gate_judge(params, got, "after", 1, both).ok
+    assert gate_may_stop(params, got) == [2]
+    # Exactly what node 3's own gate before would say on these answers.
+    assert any("single-0" in p for p in gate_judge(params, got, "before", 3, both).problems)
+    # The quorum: with node 3 behind, node 2 may not stop either (one caught-up voter of three would stay).
+    lagging = {**got, "quorum": (QUORUM, "")}
+    assert gate_may_stop(params, lagging) == []
+    assert any("caught-up voters" in p for p in gate_judge(params, lagging, "before", 2, both).problems)
+    # A broker that did not answer: no stop is judged safe on that look.
+    silent = {**got, "brokers": (None, "kafka-broker-api-versions failed (exit 1): timed out")}
+    assert gate_may_stop(params, silent) == []
 
 
 def test_the_gate_after_waits_for_every_port_of_the_node_and_names_the_ones_that_stayed_closed() -> None:
