@@ -386,8 +386,9 @@ def test_a_gate_look_runs_every_tool_and_names_the_one_that_failed(tmp_path: Pat
 
 def test_the_gate_after_a_start_answers_the_next_nodes_gate_before_on_the_same_look() -> None:
     """A rolling restart's gate after node 1's start also judges the next node's stop, on the same tools' answers
-    and by the gate before's own rules: node 2 may stop; node 3 may not (it alone holds single-0, and it trails
-    the quorum leader by more than the lag allowed); a gate that did not hold lets no one stop."""
+    and by the gate before's own rules: node 2 may stop; node 3 may not (it alone holds single-0); with node 3
+    trailing the quorum leader by more than the lag allowed, node 2 may not either; a look with a tool that did not
+    answer lets no one stop."""
     healthy = TOPICS.replace("Isr: 2,3\t", "Isr: 2,3,1\t")
     brokers = "".join(f"10.0.0.{i}:9092 (id: {i} rack: null isFenced: false) -> (\n)\n" for i in (1, 2, 3))
     params: dict[str, Any] = {
