@@ -25,6 +25,8 @@ SPARK_VERSION := $(shell sed -n 's/^spark_version: *"\(.*\)"/\1/p' $(LAB_INVENTO
 JMX_EXPORTER_VERSION := $(shell sed -n 's/^prometheus_jmx_exporter_version: *"\(.*\)"/\1/p' roles/prometheus/defaults/main.yml)
 # The Schema Registry (Apicurio Registry) release, pinned once in the schema_registry role's defaults.
 SCHEMA_REGISTRY_VERSION := $(shell sed -n 's/^schema_registry_version: *"\(.*\)"/\1/p' roles/schema_registry/defaults/main.yml)
+# The Kafka release Connect workers run (its extra jars are locked for it), pinned once in the kafka_connect role's defaults.
+KAFKA_CONNECT_VERSION := $(shell sed -n 's/^kafka_connect_version: *"\(.*\)"/\1/p' roles/kafka_connect/defaults/main.yml)
 # The collection's version (galaxy.yml) names its tarball.
 COLLECTION_VERSION := $(shell sed -n 's/^version: *\(.*\)/\1/p' galaxy.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
@@ -51,7 +53,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel and Apicurio Registry
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel, Apicurio Registry and the Connect jars
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
@@ -67,6 +69,8 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/lag-exporter.txt --out .cache/artifacts/lag-exporter-wheels
 	@# The Schema Registry: Apicurio Registry's runnable distribution (a tar.gz from Maven Central).
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/apicurio-registry-$(SCHEMA_REGISTRY_VERSION).json --out .cache/artifacts
+	@# Kafka Connect: MirrorMaker 2, the file connectors and the REST basic-auth extension, which Kafka's own jars lack.
+	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/kafka-connect-$(KAFKA_CONNECT_VERSION).json --out .cache/artifacts
 
 collection: venv  ## the collection kafkalab.kafka: its tarball (ansible-galaxy collection build) in .cache/collection, installed into the empty collections path .cache/collection/installed
 	$(BIN)/python -m kafkalab.collection build --out .cache/collection

@@ -163,7 +163,9 @@ def prometheus_model(
     # The hosts this project manages (the firewall role's groups): each gets a node exporter.
     cluster = list(
         dict.fromkeys(
-            h for g in ("kafka", "zookeeper", "spark", monitoring_group, "schema_registry") for h in groups.get(g) or []
+            h
+            for g in ("kafka", "zookeeper", "spark", monitoring_group, "schema_registry", "kafka_connect")
+            for h in groups.get(g) or []
         )
     )
     kafka_nodes = kafka.get("nodes", {})

@@ -128,6 +128,7 @@ def managed_hosts() -> list[str]:
                 *hosts_in("spark"),
                 *hosts_in("monitoring"),
                 *hosts_in("schema_registry"),
+                *hosts_in("kafka_connect"),
             }
         )
     )
@@ -145,6 +146,7 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     every = sorted(
         {*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")}
         | set(hosts_in("schema_registry"))
+        | set(hosts_in("kafka_connect"))
     )
     return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
 
@@ -221,9 +223,15 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
             clients = listener_sources(host, own) if own is not None else networks(host, "client")
             rules |= {(f"{port}/tcp", src) for src in clients}
             if name == props["inter.broker.listener.name"]:
-                # In-cluster clients: the Spark job, the consumer-lag exporter on the monitoring hosts, and the
-                # Schema Registry (its data is in Kafka topics).
-                clients_inside = {*brokers, *spark, *hosts_in("monitoring"), *hosts_in("schema_registry")}
+                # In-cluster clients: the Spark job, the consumer-lag exporter on the monitoring hosts, the
+                # Schema Registry (its data is in Kafka topics) and the Kafka Connect workers.
+                clients_inside = {
+                    *brokers,
+                    *spark,
+                    *hosts_in("monitoring"),
+                    *hosts_in("schema_registry"),
+                    *hosts_in("kafka_connect"),
+                }
                 rules |= {(f"{port}/tcp", address(h)) for h in clients_inside}
         rules |= monitoring_rules(host, agent_port(host, kafka_unit(host)))
     if host in zookeepers and host_variables(host).get("kafka_mode") == "zookeeper":
@@ -255,6 +263,15 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         port = settings.get("quarkus.http.ssl-port") or settings["quarkus.http.port"]
         sources = [*networks(host, "client"), *networks(host, "admin"), *networks(host, "monitoring")]
         sources += [address(h) for h in {*hosts_in("schema_registry"), *spark, *hosts_in("monitoring")}]
+        rules |= {(f"{port}/tcp", src) for src in sources}
+    if host in hosts_in("kafka_connect"):
+        # Connect's REST API: the admin networks, the other workers (a follower forwards to the leader), and the
+        # networks and groups kafka_connect_client_networks / _groups name. Its port from the worker's settings.
+        v = host_variables(host)
+        port = read_properties(node(host), "/etc/kafka-connect/worker.properties")["listeners"].rsplit(":", 1)[1]
+        sources = [*networks(host, "admin"), *listener_sources(host, v.get("kafka_connect_client_networks", []))]
+        sources += [address(h) for g in v.get("kafka_connect_client_groups", []) for h in hosts_in(g)]
+        sources += [address(h) for h in hosts_in("kafka_connect")]
         rules |= {(f"{port}/tcp", src) for src in sources}
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_in("monitoring"):

@@ -447,7 +447,11 @@ def client(urls: list[str]) -> Iterator[Client]:
 @pytest.mark.changes_cluster
 def test_rolling_restart_keeps_every_lookup_answered(urls: list[str], client: Client) -> None:
     started = time.monotonic()
-    result = run_playbook("rolling_restart.yml", ["--limit", "schema_registry"], timeout=900)
+    result = run_playbook(
+        "rolling_restart.yml",
+        ["--limit", "schema_registry", "-e", '{"rolling_restart_services": ["schema_registry"]}'],
+        timeout=900,
+    )
     took = time.monotonic() - started
     assert result.returncode == 0, result.stdout[-4000:]
     assert result.stdout.count("Restart the instance, for what changed") >= 1
