@@ -34,6 +34,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     host_address,
     is_port,
 )
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import user_acl
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import to_properties
 
 CONNECTOR_KEYS = {"name", "config", "state", "reads", "writes"}
@@ -53,26 +54,13 @@ OTHER_PORTS = (
 )
 
 
-def _acl(user: str, resource_type: str, name: str, operation: str, pattern_type: str = "literal") -> dict[str, str]:
-    return {
-        "principal": f"User:{user}",
-        "resource_type": resource_type,
-        "name": name,
-        "pattern_type": pattern_type,
-        "operation": operation,
-        "permission": "allow",
-        "host": "*",
-        "state": "present",
-    }
-
-
 def _topic_acls(user: str, topics: Iterable[str], operations: Iterable[str]) -> list[dict[str, str]]:
     """ACLs on topics; a name ending in * is a prefix."""
     acls = []
     for topic in topics:
         prefixed = topic.endswith("*")
         name = topic[:-1] if prefixed else topic
-        acls += [_acl(user, "topic", name, op, "prefixed" if prefixed else "literal") for op in operations]
+        acls += [user_acl(user, "topic", name, op, "prefixed" if prefixed else "literal") for op in operations]
     return acls
 
 
@@ -82,14 +70,14 @@ def worker_acls(
     """What the workers' Kafka user may do, and no more: its group (join, sync), its three internal topics (read and
     write them, and check their cleanup policy at start), what each declared connector reads (its topics and its sink
     group connect-<name>) and writes."""
-    acls = [_acl(user, "group", group_id, "read"), _acl(user, "group", group_id, "describe")]
+    acls = [user_acl(user, "group", group_id, "read"), user_acl(user, "group", group_id, "describe")]
     acls += _topic_acls(user, internal_topics, ("read", "write", "describe", "describe_configs"))
     for connector in connectors:
         if connector["state"] != "present":
             continue
         if connector["reads"]:
             acls += _topic_acls(user, connector["reads"], ("read", "describe"))
-            acls += [_acl(user, "group", f"connect-{connector['name']}", op) for op in ("read", "describe")]
+            acls += [user_acl(user, "group", f"connect-{connector['name']}", op) for op in ("read", "describe")]
         acls += _topic_acls(user, connector["writes"], ("write", "describe"))
     unique: dict[tuple[str, ...], dict[str, str]] = {}
     for acl in acls:

@@ -30,6 +30,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     is_port,
     machine,
 )
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import user_acl
 from ansible_collections.kafkalab.kafka.plugins.module_utils.schema_registry_plan import LEVELS, TYPES
 
 # The levels and schema types the subjects module knows (one list for the preflight and the module).
@@ -54,25 +55,12 @@ def min_java(version: str) -> int:
     return MIN_JAVA.get(major_minor, DEFAULT_MIN_JAVA)
 
 
-def _acl(user: str, resource_type: str, name: str, operation: str, pattern_type: str = "literal") -> dict[str, str]:
-    return {
-        "principal": f"User:{user}",
-        "resource_type": resource_type,
-        "name": name,
-        "pattern_type": pattern_type,
-        "operation": operation,
-        "permission": "allow",
-        "host": "*",
-        "state": "present",
-    }
-
-
 def registry_acls(user: str, topics: Iterable[str], group_prefix: str) -> list[dict[str, str]]:
     """What the registry's Kafka user may do, and no more: read, write and describe its own topics (the journal, the
     snapshots, the events), and read its consumer groups (a new one per start and consumer: `<prefix><uuid>`)."""
-    acls = [_acl(user, "topic", t, op) for t in topics for op in ("read", "write", "describe")]
-    acls.append(_acl(user, "group", group_prefix, "read", "prefixed"))
-    acls.append(_acl(user, "group", group_prefix, "describe", "prefixed"))
+    acls = [user_acl(user, "topic", t, op) for t in topics for op in ("read", "write", "describe")]
+    acls.append(user_acl(user, "group", group_prefix, "read", "prefixed"))
+    acls.append(user_acl(user, "group", group_prefix, "describe", "prefixed"))
     return acls
 
 

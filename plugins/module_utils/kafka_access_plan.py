@@ -56,6 +56,20 @@ def plan_users(
     return actions
 
 
+def user_acl(user: str, resource_type: str, name: str, operation: str, pattern_type: str = "literal") -> dict[str, str]:
+    """One allow ACL for a service's own Kafka user, in the normalized form kafka_access takes (any host)."""
+    return {
+        "principal": f"User:{user}",
+        "resource_type": resource_type,
+        "name": name,
+        "pattern_type": pattern_type,
+        "operation": operation,
+        "permission": "allow",
+        "host": "*",
+        "state": "present",
+    }
+
+
 def acl_key(acl: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(acl[field]) for field in ACL_FIELDS)
 

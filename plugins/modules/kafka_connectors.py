@@ -145,6 +145,11 @@ class Rest:
         return status, decoded
 
 
+def as_strings(config: dict[str, Any] | None) -> dict[str, str]:
+    """A connector config as Connect stores and returns it: every key and value a string."""
+    return {str(k): str(v) for k, v in (config or {}).items()}
+
+
 def masked(config: dict[str, str]) -> dict[str, str]:
     """The config as the diff shows it: a secret-looking key's value hidden unless it is a placeholder."""
     return {k: ("********" if SECRET_KEY.search(k) and not PLACEHOLDER.match(v) else v) for k, v in config.items()}
@@ -165,7 +170,7 @@ def plan(declared: list[dict[str, Any]], existing: dict[str, dict[str, str]]) ->
     """What to create, update (with the differing keys) and delete, comparing strings as Connect stores them."""
     created, updated, deleted = [], {}, []
     for connector in declared:
-        name, config = connector["name"], {str(k): str(v) for k, v in (connector.get("config") or {}).items()}
+        name, config = connector["name"], as_strings(connector.get("config"))
         if connector.get("state", "present") == "absent":
             if name in existing:
                 deleted.append(name)
@@ -224,7 +229,7 @@ def main() -> None:
         for connector in declared:
             if connector.get("state", "present") != "present":
                 continue
-            config = {str(k): str(v) for k, v in connector["config"].items()}
+            config = as_strings(connector["config"])
             path = f"/connector-plugins/{quote(config['connector.class'], safe='')}/config/validate"
             answer = rest.call("PUT", path, config, ok=(200, 400, 404))[1]
             if not isinstance(answer, dict) or "configs" not in answer:
@@ -240,10 +245,7 @@ def main() -> None:
         result = plan(declared, existing)
         by_name = {c["name"]: c for c in declared}
         before = {n: masked(existing[n]) for n in [*result["updated"], *result["deleted"]]}
-        after = {
-            n: masked({str(k): str(v) for k, v in by_name[n]["config"].items()})
-            for n in [*result["created"], *result["updated"]]
-        }
+        after = {n: masked(as_strings(by_name[n]["config"])) for n in [*result["created"], *result["updated"]]}
         changed = bool(result["created"] or result["updated"] or result["deleted"])
         diff = {
             "before": json.dumps(before, indent=2, sort_keys=True) + "\n",
@@ -252,7 +254,7 @@ def main() -> None:
         if module.check_mode or module.params["validate_only"]:
             module.exit_json(changed=changed and not module.params["validate_only"], diff=diff, **result)
         for name in [*result["created"], *result["updated"]]:
-            config = {str(k): str(v) for k, v in by_name[name]["config"].items()}
+            config = as_strings(by_name[name]["config"])
             rest.call("PUT", f"/connectors/{quote(name, safe='')}/config", config, ok=(200, 201))
         for name in result["deleted"]:
             rest.call("DELETE", f"/connectors/{quote(name, safe='')}", ok=(204, 404))
