@@ -27,6 +27,8 @@ JMX_EXPORTER_VERSION := $(shell sed -n 's/^prometheus_jmx_exporter_version: *"\(
 SCHEMA_REGISTRY_VERSION := $(shell sed -n 's/^schema_registry_version: *"\(.*\)"/\1/p' roles/schema_registry/defaults/main.yml)
 # The Kafka release Connect workers run (its extra jars are locked for it), pinned once in the kafka_connect role's defaults.
 KAFKA_CONNECT_VERSION := $(shell sed -n 's/^kafka_connect_version: *"\(.*\)"/\1/p' roles/kafka_connect/defaults/main.yml)
+# Connector plugins the repository offers the workers (kafka_connect_plugins names them): jar locks in artifacts/locks.
+CONNECT_PLUGIN_LOCKS := debezium-postgres-3.6.1
 # The collection's version (galaxy.yml) names its tarball.
 COLLECTION_VERSION := $(shell sed -n 's/^version: *\(.*\)/\1/p' galaxy.yml)
 # The ZooKeeper-mode release (3.9.x) is pinned once, in the zookeeper scenario's group_vars.
@@ -53,7 +55,7 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
-artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel, Apicurio Registry and the Connect jars
+artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel, Apicurio Registry, the Connect jars and connector plugins
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
@@ -71,6 +73,8 @@ artifacts: venv  ## everything hosts get from the controller, verified against a
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/apicurio-registry-$(SCHEMA_REGISTRY_VERSION).json --out .cache/artifacts
 	@# Kafka Connect: MirrorMaker 2, the file connectors and the REST basic-auth extension, which Kafka's own jars lack.
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/kafka-connect-$(KAFKA_CONNECT_VERSION).json --out .cache/artifacts
+	@# Connector plugins (Debezium's PostgreSQL connector): each plugin's archive, unpacked on the workers.
+	for lock in $(CONNECT_PLUGIN_LOCKS); do $(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/$$lock.json --out .cache/artifacts || exit 1; done
 
 collection: venv  ## the collection kafkalab.kafka: its tarball (ansible-galaxy collection build) in .cache/collection, installed into the empty collections path .cache/collection/installed
 	$(BIN)/python -m kafkalab.collection build --out .cache/collection

@@ -2,7 +2,8 @@
 reach its REST API, the connectors and connector secrets the inventory declares, and every problem in those settings.
 Built once on the controller (roles/kafka_connect/tasks/preflight.yml) from the inventory and the Kafka role's models.
 
-    {"workers": {host: {"address": ip, "port": 8083, "url": "https://ip:8083", "names": [SANs]}},
+    {"workers": {host: {"address": ip, "port": 8083, "url": "https://ip:8083", "names": [SANs],
+                        "metrics_port": 7073 | None (no monitoring hosts)}},
      "client_ca": the controller's CA bundle that verifies the workers' certificates,
      "version": "4.3.1", "group_id": "connect-cluster",
      "kafka": {"bootstrap": "...", "protocol": "SASL_SSL", "user": "connect" | ""},
@@ -23,7 +24,12 @@ Pure functions over plain data (unit tested in tests/unit/test_kafka_connect_mod
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import re
+import tarfile
+import zipfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -230,9 +236,25 @@ def kafka_connect_model(
                     f"{host}: kafka_connect_port is {port}, which {what} ({name}) uses on the same host. Give "
                     "kafka_connect_port (or the other) another port."
                 )
+        metrics = None
+        if groups.get("monitoring"):
+            raw = get(hostvars, host, "kafka_connect_metrics_port", settings.get("kafka_connect_metrics_port", 7073))
+            if not is_port(raw) or int(str(raw)) == port:
+                problems.append(
+                    f"{host}: kafka_connect_metrics_port is {raw!r}: it must be a TCP port (1-65535) other than "
+                    f"kafka_connect_port ({port}). Fix it."
+                )
+            else:
+                metrics = int(str(raw))
         address = str(host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
         names = list(dict.fromkeys([host, address]))
-        workers[host] = {"address": address, "port": port, "url": f"https://{address}:{port}", "names": names}
+        workers[host] = {
+            "address": address,
+            "port": port,
+            "url": f"https://{address}:{port}",
+            "names": names,
+            "metrics_port": metrics,
+        }
 
     ca_dir = str(kafka.get("tls_ca_dir") or "")
     if not ca_dir:
@@ -357,6 +379,21 @@ def kafka_connect_model(
         }
         for port, members in sorted(by_port.items())
     ]
+    # The JMX exporter agent: Prometheus's hosts and the monitoring networks.
+    by_metrics: dict[int, list[str]] = {}
+    for host, worker in workers.items():
+        if worker["metrics_port"]:
+            by_metrics.setdefault(worker["metrics_port"], []).append(host)
+    services += [
+        {
+            "name": "kafka connect metrics",
+            "hosts": members,
+            "port": port,
+            "from_hosts": sorted(groups.get("monitoring") or []),
+            "from_networks": ["monitoring"],
+        }
+        for port, members in sorted(by_metrics.items())
+    ]
     return {
         "workers": workers,
         "client_ca": f"{ca_dir}/trust.pem" if ca_dir else "",
@@ -386,8 +423,117 @@ def kafka_connect_secret_file(item: Mapping[str, Any], secrets_dir: str, group: 
     }
 
 
+# A jar lock's name (python -m kafkalab.artifacts lock-jars --name): also the plugin's directory in plugin.path.
+LOCK_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+ARCHIVES = ("tar.gz", "tgz", "zip")
+# The ServiceLoader manifests that name a jar's connectors (Connect's plugin discovery reads the same).
+CONNECTOR_SERVICES = (
+    "META-INF/services/org.apache.kafka.connect.source.SourceConnector",
+    "META-INF/services/org.apache.kafka.connect.sink.SinkConnector",
+)
+
+
+# Any Connect plugin type's manifest (connectors, converters, transformations, predicates, REST extensions, ...).
+CONNECT_SERVICES = "META-INF/services/org.apache.kafka.connect."
+
+
+def _jar_connectors(jar: zipfile.ZipFile) -> list[str]:
+    """The connector classes a jar's manifests name, and "" when it has only other Connect manifests."""
+    found = [""] if any(n.startswith(CONNECT_SERVICES) for n in jar.namelist()) else []
+    for service in CONNECTOR_SERVICES:
+        if service in jar.namelist():
+            for line in jar.read(service).decode("utf-8", "replace").splitlines():
+                name = line.split("#", 1)[0].strip()
+                if name:
+                    found.append(name)
+    return found
+
+
+def plugin_connector_classes(path: str) -> list[str]:
+    """The connector classes a plugin file provides, read from the ServiceLoader manifests of its jars (a jar, or
+    the jars inside a tar.gz or zip), with "" among them when a jar has Connect manifests of another kind; [] for a
+    file without Connect manifests, or that cannot be read (the sha512 check names it)."""
+    classes: list[str] = []
+    try:
+        if path.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(path) as archive:
+                for member in archive:
+                    stream = archive.extractfile(member) if member.name.endswith(".jar") else None
+                    if stream is not None:
+                        with zipfile.ZipFile(io.BytesIO(stream.read())) as jar:
+                            classes += _jar_connectors(jar)
+        elif path.endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                for name in archive.namelist():
+                    if name.endswith(".jar"):
+                        with zipfile.ZipFile(io.BytesIO(archive.read(name))) as jar:
+                            classes += _jar_connectors(jar)
+        else:
+            with zipfile.ZipFile(path) as jar:
+                classes += _jar_connectors(jar)
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, KeyError):
+        return []
+    return sorted(set(classes))
+
+
+def kafka_connect_plugin(name: Any, lock_dir: str, cache_dir: str) -> dict[str, Any]:
+    """One kafka_connect_plugins entry: the jar lock <lock_dir>/<name>.json read, and where `make artifacts` put its
+    files (<cache_dir>/<name>/). {"name", "lock", "dir", "files": [{"file", "path", "sha512", "archive"}],
+    "classes": [the connector classes its jars declare], "manifests": whether its jars have Connect ServiceLoader
+    manifests, "problem": "" or what is wrong (the preflight refuses it, naming the fix)}. An archive (a plugin
+    tar.gz or zip) is unpacked on the workers, a jar copied."""
+    text = str(name)
+    lock = f"{lock_dir}/{text}.json"
+    plugin: dict[str, Any] = {
+        "name": text,
+        "lock": lock,
+        "dir": f"{cache_dir}/{text}",
+        "files": [],
+        "classes": [],
+        "manifests": False,
+        "problem": "",
+    }
+    if not isinstance(name, str) or not LOCK_NAME.match(name):
+        plugin["problem"] = (
+            f"kafka_connect_plugins has {name!r}: an entry is the name of a jar lock in artifacts/locks (lower-case "
+            "letters, digits, '.', '_', '-'), such as debezium-postgres-3.6.1. Fix kafka_connect_plugins"
+        )
+        return plugin
+    try:
+        with open(lock, encoding="utf-8") as stream:
+            artifacts = json.load(stream).get("artifacts") or []
+    except (OSError, ValueError, AttributeError) as exc:
+        plugin["problem"] = (
+            f"kafka_connect_plugins names {text}, but {lock} cannot be read ({type(exc).__name__}): a plugin is the "
+            f"name of a jar lock (python -m kafkalab.artifacts lock-jars --name {text} "
+            "group:artifact:version[:classifier][@tar.gz]). Fix kafka_connect_plugins or add the lock"
+        )
+        return plugin
+    for artifact in artifacts:
+        file = os.path.basename(str(artifact.get("file", "")))
+        plugin["files"].append(
+            {
+                "file": file,
+                "path": f"{plugin['dir']}/{file}",
+                "sha512": str(artifact.get("sha512", "")),
+                "archive": file.endswith(ARCHIVES),
+            }
+        )
+    if not plugin["files"]:
+        plugin["problem"] = f"kafka_connect_plugins names {text}, but {lock} pins no file. Fix the lock"
+    found = {c for f in plugin["files"] for c in plugin_connector_classes(f["path"])}
+    plugin["classes"] = sorted(found - {""})
+    # plugin.discovery=service_load finds only what ServiceLoader manifests name.
+    plugin["manifests"] = bool(found)
+    return plugin
+
+
 class FilterModule:
     """Ansible entry point."""
 
     def filters(self) -> dict[str, Any]:
-        return {"kafka_connect_model": kafka_connect_model, "kafka_connect_secret_file": kafka_connect_secret_file}
+        return {
+            "kafka_connect_model": kafka_connect_model,
+            "kafka_connect_secret_file": kafka_connect_secret_file,
+            "kafka_connect_plugin": kafka_connect_plugin,
+        }

@@ -150,13 +150,16 @@ def prometheus_model(
     settings: Mapping[str, Any],
     spark: Mapping[str, Any] | None = None,
     registry: Mapping[str, Any] | None = None,
+    connect: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """settings: the prometheus role's variables (port, lag exporter port, durations, thresholds, group names,
     registry_ca_file: where the monitoring hosts keep the registry's CA) and the node exporter's defaults
     (node_exporter_enabled, node_exporter_port) for hosts that do not set their own.
     spark: {"cluster": the spark role's spark_cluster, "job": the spark_consumer role's spark_consumer_endpoints}
     (either empty without Spark hosts).
-    registry: the schema_registry role's schema_registry_cluster ({} or no instances without registry hosts)."""
+    registry: the schema_registry role's schema_registry_cluster ({} or no instances without registry hosts).
+    connect: the kafka_connect role's kafka_connect_cluster ({} or no workers without Connect hosts); its workers'
+    JMX exporter ports are its own, and opened by it (its firewall services)."""
     problems = _setting_problems(settings)
     monitoring_group = str(settings.get("group") or "monitoring")
     servers = list(groups.get(monitoring_group) or [])
@@ -229,6 +232,11 @@ def prometheus_model(
                 problems.append(f"{host}: {name} is not a TCP port number. Fix {name}.")
                 continue
             own_ports.append((machine(hostvars, host), host, port, f"{name} of {host}"))
+    connect_workers = {h: w for h, w in ((connect or {}).get("workers") or {}).items() if w.get("metrics_port")}
+    own_ports += [
+        (machine(hostvars, h), h, int(w["metrics_port"]), f"kafka_connect_metrics_port of {h}")
+        for h, w in connect_workers.items()
+    ]
     own_ports += [
         (
             machine(hostvars, spark_master),
@@ -321,6 +329,15 @@ def prometheus_model(
     registry_job, registry_problems = _registry_job(registry or {}, str(settings.get("registry_ca_file") or ""))
     problems += registry_problems
     jobs.append(registry_job)
+    jobs.append(
+        {
+            "name": "kafka_connect",
+            "targets": [
+                {"address": f"{w['address']}:{w['metrics_port']}", "labels": {"node": h}}
+                for h, w in connect_workers.items()
+            ],
+        }
+    )
     lag_port = as_int(settings.get("lag_exporter_port"))
     port = as_int(settings.get("port"))
     jobs.append({"name": "kafka_lag", "targets": [{"address": f"127.0.0.1:{lag_port}", "labels": {}}]})

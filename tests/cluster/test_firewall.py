@@ -273,6 +273,8 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         sources += [address(h) for g in v.get("kafka_connect_client_groups", []) for h in hosts_in(g)]
         sources += [address(h) for h in hosts_in("kafka_connect")]
         rules |= {(f"{port}/tcp", src) for src in sources}
+        # Its JMX exporter agent (the port in the worker's command line), when monitoring hosts scrape it.
+        rules |= monitoring_rules(host, agent_port(host, "kafka-connect"))
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_in("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")

@@ -6,8 +6,11 @@ from the verified distribution plus the locked Connect jars, one group reaching 
 - the REST API answers HTTPS only, with the project CA's certificate, and only to a known user (401 otherwise);
 - the workers form one cluster, with their internal topics made by the role (compacted, RF 3, min ISR 2, the config
   topic one partition) and the declared connector running;
-- connectors as code: an invalid connector config stops the run in preflight, naming connector and key, before any
-  host or connector changes; check mode shows a new connector and creates nothing; a declared change updates the
+- the declared connector plugins (Debezium's PostgreSQL source) are loaded by every worker, from directories that
+  carry the sha512 of their locked archive; a plugin directory no entry names goes;
+- connectors as code: invalid connector configs (a sink without topics, a Debezium source whose database does not
+  answer, a class no plugin has) stop the run in preflight, naming connector and key, before any host or connector
+  changes; check mode shows a new connector and creates nothing; a declared change updates the
   connector in place (its sink group keeps its offsets); a connector is deleted only when declared absent (that a
   re-run changes nothing, the lifecycle journey's no-op site.yml proves);
 - under change, while a producer writes with acks=all and the declared FileStreamSink copies the topic into a file:
@@ -51,6 +54,7 @@ MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
 ROLL_TOPIC = "connect-roll"
 ROLL_FILE = "/var/lib/kafka-connect/roll-sink.txt"
 PROBE = "probe-sink"
+KEEP = "keep-sink"
 
 
 def workers() -> list[str]:
@@ -188,6 +192,32 @@ def test_workers_form_one_cluster_with_the_topics_the_role_made(urls: list[str],
     wait_until(lambda: running(urls[0], "roll-sink"), 120, "roll-sink running")
 
 
+def plugin_locks() -> dict[str, dict[str, Any]]:
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "artifacts", "locks")
+    names = settings_of().get("kafka_connect_plugins", [])
+    return {n: json.loads(open(os.path.join(root, f"{n}.json"), encoding="utf-8").read()) for n in names}
+
+
+def test_every_worker_loads_the_declared_plugins_from_their_locked_files(urls: list[str]) -> None:
+    locks = plugin_locks()
+    if not locks:
+        pytest.skip("the inventory declares no connector plugin (kafka_connect_plugins)")
+    versions = {a["version"] for lock in locks.values() for a in lock["artifacts"]}
+    for host, base in zip(workers(), urls, strict=True):
+        code, plugins = call(base, "GET", "/connector-plugins?connectorsOnly=true")
+        assert code == 200, plugins
+        loaded = {p["class"]: p["version"] for p in plugins}
+        # Debezium's PostgreSQL source, from the locked archive (the file connectors come with the Connect jars).
+        assert loaded.get("io.debezium.connector.postgresql.PostgresConnector") in versions, (host, loaded)
+        assert "org.apache.kafka.connect.file.FileStreamSinkConnector" in loaded, (host, loaded)
+        target = node(host)
+        for name, lock in locks.items():
+            stamp = target.file(f"/opt/kafka-connect/plugins/{name}/.kafkalab-plugin.sha512")
+            assert stamp.content_string == "".join(a["sha512"] + "\n" for a in lock["artifacts"]), (host, name)
+            assert (stamp.user, stamp.mode) == ("root", 0o644)
+        assert not target.run("ls -a /opt/kafka-connect/plugins | grep partial").stdout, host
+
+
 # ---- connectors as code --------------------------------------------------------------------------------------------
 
 
@@ -208,6 +238,24 @@ def probe(**config: Any) -> dict[str, Any]:
     return {"name": PROBE, "config": {k: v for k, v in {**base, **config}.items() if v is not None}}
 
 
+def cdc_probe() -> dict[str, Any]:
+    """Debezium's PostgreSQL source aimed at a port where no database listens (its validation tries to connect)."""
+    config = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1",
+        "database.port": 5432,
+        "database.user": "cdc",
+        "database.dbname": "shop",
+        "topic.prefix": "shop",
+        "plugin.name": "pgoutput",
+    }
+    return {"name": "cdc-probe", "config": config, "writes": ["shop.*"]}
+
+
+def typo_probe() -> dict[str, Any]:
+    return {"name": "typo-probe", "config": {**probe()["config"], "connector.class": "org.example.NoSuchConnector"}}
+
+
 def committed_offsets(admin: KafkaAdminClient, group: str) -> dict[Any, Any]:
     return dict(admin.list_group_offsets({group: None}).get(group, {}))
 
@@ -219,12 +267,17 @@ def connect_playbook(*args: str) -> Any:
 @pytest.mark.changes_cluster
 def test_connectors_as_code(urls: list[str], cluster: Cluster, admin: KafkaAdminClient) -> None:
     ensure_topic(admin)
-    # An invalid config (a sink with neither topics nor topics.regex): refused by the workers' own validation in
-    # preflight, naming the connector and the key, before any host or connector changed.
-    result = connect_playbook(*declared(probe(topics=None)))
+    # Invalid configs, refused by the workers' own validation in preflight, naming connector and key, before any host
+    # or connector changed: a sink with neither topics nor topics.regex; a Debezium source whose database does not
+    # answer (its plugin's own check); a class no plugin has.
+    result = connect_playbook(*declared(probe(topics=None), cdc_probe(), typo_probe()))
     assert result.returncode != 0
     assert "Invalid connector config; no connector was changed" in result.stdout, result.stdout[-3000:]
     assert f"connector {PROBE}: topics" in result.stdout, result.stdout[-3000:]
+    if plugin_locks():
+        assert "connector cdc-probe: database.hostname: Error while validating" in result.stdout, result.stdout[-3000:]
+    assert "connector typo-probe: connector.class org.example.NoSuchConnector: Failed to find" in result.stdout
+    assert "(the workers have: " in result.stdout
     assert "Preflight" in result.stdout and "Create the service account" not in result.stdout
     assert call(urls[0], "GET", f"/connectors/{PROBE}")[0] == 404
 
@@ -234,10 +287,12 @@ def test_connectors_as_code(urls: list[str], cluster: Cluster, admin: KafkaAdmin
     assert '"created": [' in result.stdout or f"'{PROBE}'" in result.stdout or PROBE in result.stdout
     assert call(urls[0], "GET", f"/connectors/{PROBE}")[0] == 404
 
-    # Created, running; then a declared change updates it in place, keeping its sink group's offsets.
-    result = connect_playbook(*declared(probe()))
+    # Created, running (with a second one, KEEP, that the last run leaves out); then a declared change updates the
+    # probe in place, keeping its sink group's offsets.
+    keep = {"name": KEEP, "config": {**probe()["config"], "file": "/var/lib/kafka-connect/keep.txt"}}
+    result = connect_playbook(*declared(probe(), keep))
     assert result.returncode == 0, result.stdout[-3000:]
-    wait_until(lambda: running(urls[0], PROBE), 120, f"{PROBE} running")
+    wait_until(lambda: running(urls[0], PROBE) and running(urls[0], KEEP), 120, f"{PROBE} and {KEEP} running")
     # Records the probe copies (not numbers: the roll test's sink counts only numbered lines), so its group commits.
     producer = KafkaProducer(**kafka_client.settings(), bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):
@@ -246,20 +301,25 @@ def test_connectors_as_code(urls: list[str], cluster: Cluster, admin: KafkaAdmin
     producer.close()
     wait_until(lambda: bool(committed_offsets(admin, f"connect-{PROBE}")), 60, f"{PROBE} committed")
     committed = committed_offsets(admin, f"connect-{PROBE}")
-    result = connect_playbook(*declared(probe(file="/var/lib/kafka-connect/probe-b.txt")))
+    result = connect_playbook(*declared(probe(file="/var/lib/kafka-connect/probe-b.txt"), keep))
     assert result.returncode == 0, result.stdout[-3000:]
     code, config = call(urls[0], "GET", f"/connectors/{PROBE}/config")
     assert code == 200 and config["file"] == "/var/lib/kafka-connect/probe-b.txt"
     after = committed_offsets(admin, f"connect-{PROBE}")
     assert all(after[tp].offset >= committed[tp].offset for tp in committed), (committed, after)
 
-    # Left out of the declaration, it stays; declared absent, it goes.
-    result = connect_playbook()
-    assert result.returncode == 0 and call(urls[0], "GET", f"/connectors/{PROBE}")[0] == 200
+    # Declared absent, the probe goes; left out of the declaration, KEEP stays. A plugin directory no entry names goes
+    # (and an unpack a dead run left).
+    stray = ["/opt/kafka-connect/plugins/stray-0.1", "/opt/kafka-connect/plugins/.stray-0.1.partial"]
+    node(workers()[0]).run(f"mkdir -p {' '.join(stray)}")
     result = connect_playbook(*declared({"name": PROBE, "state": "absent"}))
     assert result.returncode == 0, result.stdout[-3000:]
     assert call(urls[0], "GET", f"/connectors/{PROBE}")[0] == 404
+    assert call(urls[0], "GET", f"/connectors/{KEEP}")[0] == 200
+    assert not any(node(workers()[0]).file(path).exists for path in stray)
     assert running(urls[0], "roll-sink")
+    # The test's own clean-up, through the API (the inventory never declared it).
+    assert call(urls[0], "DELETE", f"/connectors/{KEEP}")[0] == 204
 
 
 # ---- under change --------------------------------------------------------------------------------------------------
@@ -361,7 +421,10 @@ def test_worker_roll_and_kill_under_load_lose_nothing(
     producer.stop.set()
     producer.join(120)
     acked = set(producer.acked)
-    wait_until(lambda: acked <= set(sink_lines()), 180, "every acknowledged record in the sink's files")
+    # Lines written since the test started: an earlier run on this cluster left the same numbers in the files.
+    wait_until(
+        lambda: acked <= set(Counter(sink_lines()) - start_lines), 180, "every acknowledged record in the sink's files"
+    )
     delivered = Counter(sink_lines()) - start_lines
     lost = sorted(acked - set(delivered))
     duplicates = sum(n - 1 for seq, n in delivered.items() if n > 1 and seq in acked)

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from conftest import Cluster
-from inventory_hosts import inventory_listing, kafka_unit, node
+from inventory_hosts import host_variables, inventory_listing, kafka_unit, node
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient
 from prometheus_api import Prometheus, wait_until
@@ -62,6 +62,7 @@ def members(name: str) -> set[str]:
 
 MONITORING = sorted(members("monitoring"))
 REGISTRIES = sorted(members("schema_registry"))
+CONNECT_WORKERS = sorted(members("kafka_connect"))
 pytestmark = pytest.mark.skipif(not MONITORING, reason="the inventory has no monitoring host (group monitoring)")
 
 
@@ -73,8 +74,15 @@ def prometheus() -> Prometheus:
 def test_prometheus_scrapes_every_exporter_of_the_inventory(prometheus: Prometheus, cluster: Cluster) -> None:
     expected = {
         "kafka": {*cluster.brokers, *cluster.controllers},
-        "node": members("kafka") | members("zookeeper") | members("spark") | set(MONITORING) | set(REGISTRIES),
+        "node": members("kafka")
+        | members("zookeeper")
+        | members("spark")
+        | set(MONITORING)
+        | set(REGISTRIES)
+        | set(CONNECT_WORKERS),
     }
+    if CONNECT_WORKERS:
+        expected["kafka_connect"] = set(CONNECT_WORKERS)
 
     def all_up() -> dict[str, list[dict[str, Any]]]:
         targets = prometheus.get("/api/v1/targets")["data"]["activeTargets"]
@@ -113,6 +121,40 @@ def test_prometheus_scrapes_every_schema_registry_instance(prometheus: Prometheu
     assert all(t["scrapeUrl"].endswith("/metrics") for t in targets), [t["scrapeUrl"] for t in targets]
     # Each instance's own Micrometer series are there, not only the up Prometheus writes itself.
     assert {r["metric"]["node"] for r in prometheus.query("jvm_info_total{job='schema_registry'}")} == set(REGISTRIES)
+
+
+def declared_connectors() -> list[str]:
+    """The connectors the inventory declares present (none without workers)."""
+    if not CONNECT_WORKERS:
+        return []
+    connectors = host_variables(CONNECT_WORKERS[0]).get("kafka_connect_connectors", [])
+    return [c["name"] for c in connectors if c.get("state", "present") == "present"]
+
+
+@pytest.mark.skipif(not CONNECT_WORKERS, reason="the inventory has no Kafka Connect worker (group kafka_connect)")
+def test_prometheus_sees_each_connector_and_task_state(prometheus: Prometheus) -> None:
+    """The workers' JMX exporter rules turn Connect's string states into the series the alerts read
+    (KafkaConnectConnectorFailed, KafkaConnectTaskFailed: their promtool cases use these names and labels), and
+    the overview page shows each connector running with all its tasks."""
+    declared = declared_connectors()
+
+    def states() -> dict[tuple[str, str], str]:
+        found = {}
+        for kind in ("connector", "connector_task"):
+            for r in prometheus.query(f"kafka_connect_{kind}_status == 1"):
+                m = r["metric"]
+                found[(m["connector"], m.get("task", "-"))] = m["status"]
+        return found if {c for c, _ in found} >= set(declared) else {}
+
+    found = wait_until(states, 90, "each declared connector's state in Prometheus")
+    assert {state for (name, _), state in found.items() if name in declared} == {"running"}, found
+    assert prometheus.query("sum(kafka_connect_worker_connector_count)")[0]["value"][1] == str(len(declared))
+    tasks = {name: sum(1 for (c, t) in found if c == name and t != "-") for name in declared}
+    parser = _Cells()
+    parser.feed(prometheus.get("/consoles/kafka-overview.html"))
+    shown = {name: [parser.cells.get(f"connector-{name}-{cell}") for cell in ("state", "tasks", "running")]
+             for name in declared}  # fmt: skip
+    assert shown == {name: ["running", str(n), str(n)] for name, n in tasks.items()}, shown
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +205,9 @@ def live_queries(queries: list[str], cluster: Cluster) -> list[str]:
         if "job='schema_registry'" in query:  # the page shows the registry's section only when it has instances
             if REGISTRIES:
                 out += [query.replace("node='x'", f"node='{h}'") for h in REGISTRIES]
+            continue
+        if "job='kafka_connect'" in query:  # and Connect's only when it has workers, a row per running connector
+            out += [query.replace("connector='x'", f"connector='{c}'") for c in declared_connectors()]
             continue
         if cluster.mode == "zookeeper" and any(m in query for m in KRAFT_ONLY_METRICS):
             continue

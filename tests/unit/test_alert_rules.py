@@ -92,6 +92,13 @@ REGISTRY = {
     "firewall_services": [],
     "problems": [],
 }
+# Two Kafka Connect workers, as the kafka_connect role's preflight publishes them: one exports metrics.
+CONNECT = {
+    "workers": {
+        "connect1": {"address": "192.0.2.51", "port": 8083, "metrics_port": 7073},
+        "connect2": {"address": "192.0.2.52", "port": 8083, "metrics_port": None},
+    }
+}
 REGISTRY_CA_FILE = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__prometheus_registry_ca_file"]
 
 
@@ -126,6 +133,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         },
         SPARK,
         REGISTRY,
+        CONNECT,
     )
     assert model["problems"] == []
     jobs = {j["name"]: j["targets"] for j in model["jobs"]}
@@ -163,6 +171,10 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
     # Its port is the registry role's to open: the monitoring model adds no firewall record for it.
     assert not [s for s in model["firewall_services"] if "registry" in s["name"]]
 
+    # Kafka Connect: each worker's JMX exporter, plain http; its port is the kafka_connect role's to open.
+    assert jobs["kafka_connect"] == [{"address": "192.0.2.51:7073", "labels": {"node": "connect1"}}]
+    assert not [s for s in model["firewall_services"] if "connect" in s["name"]]
+
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["kafkalab.kafka.prometheus_scrape_configs"] = prometheus_scrape_configs
     env.filters["to_nice_yaml"] = lambda data, indent=2: yaml.safe_dump(data, indent=indent, sort_keys=False)
@@ -187,6 +199,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         "spark_driver",
         "spark_job",
         "schema_registry",
+        "kafka_connect",
         "kafka_lag",
         "prometheus",
     ]

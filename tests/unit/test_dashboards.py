@@ -27,6 +27,7 @@ FILES = ROOT / "roles" / "prometheus" / "files"
 CONSOLE = FILES / "consoles" / "kafka-overview.html"
 GRAFANA = FILES / "grafana" / "kafka-overview.json"
 JMX_RULES = ROOT / "roles" / "kafka" / "files" / "jmx-exporter.yml"
+CONNECT_JMX_RULES = ROOT / "roles" / "kafka_connect" / "files" / "jmx-exporter.yml"
 
 DASHBOARDS: dict[str, tuple[Path, Callable[[Path], list[str]]]] = {
     "console": (CONSOLE, console_queries),
@@ -73,6 +74,8 @@ CONSOLE_IDS = [
     "broker-{{ .Labels.node_id }}-leaders",
     "broker-{{ .Labels.node_id }}-partitions",
     "group-{{ .Labels.group }}-lag",
+    "connector-{{ .Labels.connector }}-tasks",
+    "connector-{{ .Labels.connector }}-running",
 ]
 
 
@@ -106,22 +109,24 @@ def capture_groups(pattern: str) -> list[str]:
     return groups
 
 
-def jmx_exporter_metric_names() -> set[str]:
-    """The names roles/kafka/files/jmx-exporter.yml gives Kafka's beans: each rule's name with `$N` expanded to
-    every alternative of the pattern's group N, lower-cased (lowercaseOutputName), each run of characters a
-    metric name cannot hold made one underscore (as the exporter does), and `_total` after a COUNTER's name
-    (as the 1.x exporter appends it)."""
-    config = yaml.safe_load(JMX_RULES.read_text())
+def jmx_exporter_metric_names(rules_file: Path = JMX_RULES, *, listed_only: bool = False) -> set[str]:
+    """The names a JMX exporter rules file (roles/kafka/files/jmx-exporter.yml by default) gives the beans: each
+    rule's name with `$N` expanded to every alternative of the pattern's group N, lower-cased
+    (lowercaseOutputName), each run of characters a metric name cannot hold made one underscore (as the exporter
+    does), and `_total` after a COUNTER's name (as the 1.x exporter appends it). A rule whose name takes an open
+    group such as ([a-z-]+) fails the test, or with `listed_only` is left out."""
+    config = yaml.safe_load(rules_file.read_text())
     assert config["lowercaseOutputName"] is True, "the names below are worked out for lowercaseOutputName: true"
     names = set()
     for rule in config["rules"]:
         groups = capture_groups(rule["pattern"])
         references = [int(n) for n in re.findall(r"\$(\d+)", rule["name"])]
-        alternatives = []
-        for number in references:
-            group = groups[number - 1]
-            assert re.fullmatch(r"[\w-]+(\|[\w-]+)*", group), f"rule {rule['name']}: cannot list the names of ({group})"
-            alternatives.append(group.split("|"))
+        listed = [groups[n - 1] for n in references]
+        open_groups = [g for g in listed if not re.fullmatch(r"[\w-]+(\|[\w-]+)*", g)]
+        if open_groups and listed_only:
+            continue
+        assert not open_groups, f"rule {rule['name']}: cannot list the names of ({open_groups[0]})"
+        alternatives = [group.split("|") for group in listed]
         for choice in itertools.product(*alternatives):
             name = rule["name"]
             for number, value in zip(references, choice, strict=True):
@@ -152,6 +157,9 @@ def spark_job_metric_names() -> set[str]:
 # calls counted by method, route template and status class.
 SCHEMA_REGISTRY = {"rest_requests_count_total"}
 # Spark's own servlets (PrometheusServlet) as the spark scenario reads them: the master's and the workers' gauges.
+# A Connect worker (roles/kafka_connect/files/jmx-exporter.yml): the names its rules fix, and those of the worker's
+# own gauges (rule kafka_connect_worker_$1) read off a running worker.
+CONNECT_WORKER = {"kafka_connect_worker_connector_count", "kafka_connect_worker_task_count"}
 SPARK_MASTER = {"metrics_master_aliveWorkers_Value", "metrics_master_apps_Value"}
 SPARK_WORKER = {"metrics_worker_coresUsed_Value", "metrics_worker_memUsed_MB_Value"}
 
@@ -167,6 +175,7 @@ def metrics_by_job() -> dict[str, set[str]]:
         "spark_worker": SPARK_WORKER,
         "spark_job": spark_job_metric_names(),
         "schema_registry": SCHEMA_REGISTRY,
+        "kafka_connect": jmx_exporter_metric_names(CONNECT_JMX_RULES, listed_only=True) | CONNECT_WORKER | JMX_AGENT,
     }
     return {job: names | {"up"} for job, names in jobs.items()}
 
@@ -348,7 +357,7 @@ def test_the_console_page_has_the_cell_scripts_read(element_id: str) -> None:
 def test_every_numeric_cell_of_the_console_page_renders_an_integer_or_a_dash() -> None:
     # Drilldowns print "-" when the query returns nothing; printf "%.0f" drops the fraction a float would show.
     cells = re.findall(r'<td id="([^"]*)"[^>]*>(.*?)</td>', CONSOLE.read_text(), re.DOTALL)
-    numeric = [(i, body) for i, body in cells if not i.endswith("-up") or i == "brokers-up"]
+    numeric = [(i, body) for i, body in cells if not i.endswith(("-up", "-state")) or i == "brokers-up"]
     assert len(numeric) >= len(CONSOLE_IDS)
     for element_id, body in numeric:
         assert '"printf.0f"' in body or 'printf "%.0f"' in body, f"cell {element_id}: {body}"

@@ -4,14 +4,20 @@ each message naming the variable, the bad value and the fix."""
 
 from __future__ import annotations
 
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_connect_model import (
     kafka_connect_model,
+    kafka_connect_plugin,
     kafka_connect_secret_file,
 )
-from ansible_collections.kafkalab.kafka.plugins.modules.kafka_connectors import masked, plan, validation_errors
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_connectors import masked, pending, plan, validation_errors
 
 HOSTVARS = {"kafka4": {"firewall_address": "10.0.0.14"}, "kmon": {"firewall_address": "10.0.0.30"}}
 GROUPS = {"kafka_connect": ["kafka4", "kmon"], "monitoring": ["kmon"], "etl": ["etl1"]}
@@ -39,6 +45,7 @@ def settings(**overrides: Any) -> dict[str, Any]:
         "kafka_connect_group": "kafka_connect",
         "kafka_connect_version": "4.3.1",
         "kafka_connect_port": 8083,
+        "kafka_connect_metrics_port": 7073,
         "kafka_connect_group_id": "connect-cluster",
         "kafka_connect_config_topic": "connect-configs",
         "kafka_connect_offsets_topic": "connect-offsets",
@@ -70,6 +77,7 @@ def test_workers_topics_acls_and_firewall() -> None:
         "port": 8083,
         "url": "https://10.0.0.14:8083",
         "names": ["kafka4", "10.0.0.14"],
+        "metrics_port": 7073,
     }
     assert m["client_ca"] == "/inv/.pki/trust.pem"
     topics = {t["name"]: t for t in m["topics"]}
@@ -85,8 +93,10 @@ def test_workers_topics_acls_and_firewall() -> None:
     assert ("group", "connect-orders-sink", "literal", "read") in acls
     assert not [a for a in acls if a[0] == "topic" and a[1] in ("orders", "refunds") and a[3] == "write"]
     assert {a["principal"] for a in m["acls"]} == {"User:connect"}
-    (service,) = m["firewall_services"]
+    service, metrics = m["firewall_services"]
     assert service["hosts"] == ["kafka4", "kmon"] and service["port"] == 8083
+    # The JMX exporter: Prometheus's hosts and the monitoring networks only.
+    assert (metrics["port"], metrics["from_hosts"], metrics["from_networks"]) == (7073, ["kmon"], ["monitoring"])
     # The workers reach each other (a follower forwards to the leader); the admin networks and the client groups too.
     assert service["from_hosts"] == ["etl1", "kafka4", "kmon"]
     assert service["from_networks"] == ["clients", "admin"]
@@ -100,6 +110,12 @@ def test_source_writes_a_prefix_and_no_group() -> None:
     acls = {(a["resource_type"], a["name"], a["pattern_type"], a["operation"]) for a in m["acls"]}
     assert ("topic", "pg.", "prefixed", "write") in acls
     assert not [a for a in acls if a[1] == "connect-pg"]
+
+
+def test_no_monitoring_hosts_no_metrics_port() -> None:
+    m = kafka_connect_model(HOSTVARS, {**GROUPS, "monitoring": []}, KAFKA, SECURITY, settings())
+    assert {w["metrics_port"] for w in m["workers"].values()} == {None}
+    assert [s["name"] for s in m["firewall_services"]] == ["kafka connect rest"]
 
 
 def test_no_workers_no_model() -> None:
@@ -116,6 +132,7 @@ def test_no_workers_no_model() -> None:
         ({"kafka_connect_topic_replication_factor": 4}, "kafka_connect_topic_replication_factor is 4"),
         ({"kafka_connect_port": "http"}, "kafka4: kafka_connect_port is 'http'"),
         ({"kafka_connect_offsets_partitions": 0}, "kafka_connect_offsets_partitions is 0"),
+        ({"kafka_connect_metrics_port": 8083}, "kafka4: kafka_connect_metrics_port is 8083"),
         ({"kafka_connect_status_topic": "connect-configs"}, "three different names"),
         ({"kafka_connect_connectors": [SINK, SINK]}, "connector orders-sink is declared twice"),
         ({"kafka_connect_connectors": [{"name": "x", "config": {"topics": "a"}}]}, "x): config must be a mapping with"),
@@ -203,3 +220,89 @@ def test_validation_errors_and_masking() -> None:
         "db.user": "u",
         "api.password": SECRET,
     }
+
+
+def write_jar(path: Path, services: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+        for service, text in services.items():
+            jar.writestr(f"META-INF/services/{service}", text)
+    path.write_bytes(buffer.getvalue())
+    return buffer.getvalue()
+
+
+def test_a_plugin_lock_gives_its_files_and_the_connector_classes_its_jars_declare(tmp_path: Path) -> None:
+    locks, cache = tmp_path / "locks", tmp_path / "cache"
+    (cache / "pg-1.0").mkdir(parents=True)
+    locks.mkdir()
+    source = "org.apache.kafka.connect.source.SourceConnector"
+    jar = write_jar(
+        tmp_path / "connector.jar",
+        {source: "# a comment\ncom.example.PgConnector\n", "org.apache.kafka.connect.storage.Converter": "x.Y\n"},
+    )
+    with tarfile.open(cache / "pg-1.0" / "pg-1.0-plugin.tar.gz", "w:gz") as archive:
+        info = tarfile.TarInfo("pg/connector.jar")
+        info.size = len(jar)
+        archive.addfile(info, io.BytesIO(jar))
+    write_jar(cache / "pg-1.0" / "sink-1.0.jar", {"org.apache.kafka.connect.sink.SinkConnector": "com.example.Sink"})
+    files = [{"file": "pg-1.0-plugin.tar.gz", "sha512": "a" * 128}, {"file": "sink-1.0.jar", "sha512": "b" * 128}]
+    (locks / "pg-1.0.json").write_text(json.dumps({"artifacts": files}))
+
+    plugin = kafka_connect_plugin("pg-1.0", str(locks), str(cache))
+    assert plugin["problem"] == ""
+    assert plugin["classes"] == ["com.example.PgConnector", "com.example.Sink"]
+    assert plugin["manifests"] is True
+    assert [(f["path"], f["archive"]) for f in plugin["files"]] == [
+        (f"{cache}/pg-1.0/pg-1.0-plugin.tar.gz", True),
+        (f"{cache}/pg-1.0/sink-1.0.jar", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("../etc", "kafka_connect_plugins has '../etc': an entry is the name of a jar lock"),
+        (["x"], "kafka_connect_plugins has ['x']"),
+        ("missing-1.0", "kafka_connect_plugins names missing-1.0, but"),
+    ],
+)
+def test_a_plugin_the_repository_does_not_pin_is_refused(tmp_path: Path, name: Any, expected: str) -> None:
+    plugin = kafka_connect_plugin(name, str(tmp_path), str(tmp_path))
+    assert plugin["problem"].startswith(expected), plugin["problem"]
+    assert "Fix kafka_connect_plugins" in plugin["problem"]
+
+
+@pytest.mark.parametrize(
+    ("services", "manifests"),
+    [({}, False), ({"org.apache.kafka.connect.storage.Converter": "com.example.Converter\n"}, True)],
+)
+def test_a_plugin_without_connect_manifests_is_told_apart(
+    tmp_path: Path, services: dict[str, str], manifests: bool
+) -> None:
+    # plugin.discovery=service_load would not find a plugin without manifests: the preflight refuses it then.
+    (tmp_path / "p-1").mkdir()
+    write_jar(tmp_path / "p-1" / "p.jar", services)
+    (tmp_path / "p-1.json").write_text(json.dumps({"artifacts": [{"file": "p.jar", "sha512": "d" * 128}]}))
+    plugin = kafka_connect_plugin("p-1", str(tmp_path), str(tmp_path))
+    assert (plugin["classes"], plugin["manifests"]) == ([], manifests)
+
+
+def test_a_plugin_file_that_is_missing_declares_no_class(tmp_path: Path) -> None:
+    (tmp_path / "gone-1.json").write_text(json.dumps({"artifacts": [{"file": "gone.tar.gz", "sha512": "c" * 128}]}))
+    plugin = kafka_connect_plugin("gone-1", str(tmp_path), str(tmp_path))
+    assert plugin["problem"] == "" and plugin["classes"] == []  # the preflight's sha512 check refuses it
+
+
+@pytest.mark.parametrize(
+    ("connector_class", "expected"),
+    [
+        ("io.debezium.connector.postgresql.PostgresConnector", True),
+        ("PostgresConnector", True),
+        ("Postgres", True),
+        ("io.debezium.connector.postgresql.PostgresConector", False),
+        ("FileStreamSink", False),
+    ],
+)
+def test_a_connector_of_a_plugin_being_installed_is_known_by_any_alias(connector_class: str, expected: bool) -> None:
+    assert pending(connector_class, ["io.debezium.connector.postgresql.PostgresConnector"]) is expected
