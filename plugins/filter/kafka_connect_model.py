@@ -30,7 +30,7 @@ import os
 import re
 import tarfile
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
@@ -40,7 +40,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     host_address,
     is_port,
 )
-from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import user_acl
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls, user_acl
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import to_properties
 
 CONNECTOR_KEYS = {"name", "config", "state", "reads", "writes"}
@@ -60,16 +60,6 @@ OTHER_PORTS = (
 )
 
 
-def _topic_acls(user: str, topics: Iterable[str], operations: Iterable[str]) -> list[dict[str, str]]:
-    """ACLs on topics; a name ending in * is a prefix."""
-    acls = []
-    for topic in topics:
-        prefixed = topic.endswith("*")
-        name = topic[:-1] if prefixed else topic
-        acls += [user_acl(user, "topic", name, op, "prefixed" if prefixed else "literal") for op in operations]
-    return acls
-
-
 def worker_acls(
     user: str, group_id: str, internal_topics: Iterable[str], connectors: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, str]]:
@@ -77,14 +67,14 @@ def worker_acls(
     write them, and check their cleanup policy at start), what each declared connector reads (its topics and its sink
     group connect-<name>) and writes."""
     acls = [user_acl(user, "group", group_id, "read"), user_acl(user, "group", group_id, "describe")]
-    acls += _topic_acls(user, internal_topics, ("read", "write", "describe", "describe_configs"))
+    acls += pattern_acls(user, "topic", internal_topics, ("read", "write", "describe", "describe_configs"))
     for connector in connectors:
         if connector["state"] != "present":
             continue
         if connector["reads"]:
-            acls += _topic_acls(user, connector["reads"], ("read", "describe"))
+            acls += pattern_acls(user, "topic", connector["reads"], ("read", "describe"))
             acls += [user_acl(user, "group", f"connect-{connector['name']}", op) for op in ("read", "describe")]
-        acls += _topic_acls(user, connector["writes"], ("write", "describe"))
+        acls += pattern_acls(user, "topic", connector["writes"], ("write", "describe"))
     unique: dict[tuple[str, ...], dict[str, str]] = {}
     for acl in acls:
         unique.setdefault(tuple(acl.values()), acl)
@@ -449,27 +439,31 @@ def _jar_connectors(jar: zipfile.ZipFile) -> list[str]:
     return found
 
 
+def _jars(path: str) -> Iterator[zipfile.ZipFile]:
+    """The jars of a plugin file: itself, or those inside a tar.gz or zip."""
+    if path.endswith((".tar.gz", ".tgz")):
+        with tarfile.open(path) as archive:
+            for member in archive:
+                stream = archive.extractfile(member) if member.name.endswith(".jar") else None
+                if stream is not None:
+                    yield zipfile.ZipFile(io.BytesIO(stream.read()))
+    elif path.endswith(".zip"):
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                if name.endswith(".jar"):
+                    yield zipfile.ZipFile(io.BytesIO(archive.read(name)))
+    else:
+        yield zipfile.ZipFile(path)
+
+
 def plugin_connector_classes(path: str) -> list[str]:
     """The connector classes a plugin file provides, read from the ServiceLoader manifests of its jars (a jar, or
     the jars inside a tar.gz or zip), with "" among them when a jar has Connect manifests of another kind; [] for a
     file without Connect manifests, or that cannot be read (the sha512 check names it)."""
     classes: list[str] = []
     try:
-        if path.endswith((".tar.gz", ".tgz")):
-            with tarfile.open(path) as archive:
-                for member in archive:
-                    stream = archive.extractfile(member) if member.name.endswith(".jar") else None
-                    if stream is not None:
-                        with zipfile.ZipFile(io.BytesIO(stream.read())) as jar:
-                            classes += _jar_connectors(jar)
-        elif path.endswith(".zip"):
-            with zipfile.ZipFile(path) as archive:
-                for name in archive.namelist():
-                    if name.endswith(".jar"):
-                        with zipfile.ZipFile(io.BytesIO(archive.read(name))) as jar:
-                            classes += _jar_connectors(jar)
-        else:
-            with zipfile.ZipFile(path) as jar:
+        for jar in _jars(path):
+            with jar:
                 classes += _jar_connectors(jar)
     except (OSError, tarfile.TarError, zipfile.BadZipFile, KeyError):
         return []

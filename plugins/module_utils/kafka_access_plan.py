@@ -70,6 +70,18 @@ def user_acl(user: str, resource_type: str, name: str, operation: str, pattern_t
     }
 
 
+def pattern_acls(
+    user: str, resource_type: str, patterns: Iterable[str], operations: Iterable[str]
+) -> list[dict[str, str]]:
+    """user_acl for each operation on each resource the inventory names: a name, or a prefix when it ends in *."""
+    acls = []
+    for pattern in patterns:
+        prefixed = pattern.endswith("*")
+        name = pattern[:-1] if prefixed else pattern
+        acls += [user_acl(user, resource_type, name, op, "prefixed" if prefixed else "literal") for op in operations]
+    return acls
+
+
 def acl_key(acl: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(acl[field]) for field in ACL_FIELDS)
 
