@@ -41,6 +41,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     is_port,
 )
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls, user_acl
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import mirror_plan
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import to_properties
 
 CONNECTOR_KEYS = {"name", "config", "state", "reads", "writes"}
@@ -349,7 +350,41 @@ def kafka_connect_model(
                 f"kafka_connect_group_id ({group_id}). Rename one."
             )
     sasl = user if protocol == "SASL_SSL" else ""
+    # MirrorMaker 2: the declared mirrors as connectors of these workers. Their clients log in to this cluster with the
+    # workers' own login, which the role writes to a secret file for them (the file provider reads it).
+    config_dir = str(settings.get("kafka_connect_config_dir") or "")
+    login_file = f"{secrets_dir}/{LOGIN_FILE}"
+    mirror = mirror_plan(
+        settings.get("kafka_connect_mirrors"),
+        settings.get("kafka_connect_mirror_clusters"),
+        {
+            "alias": str(settings.get("kafka_connect_cluster_alias") or ""),
+            "bootstrap_servers": bootstrap,
+            "security_protocol": protocol,
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "user": sasl,
+            "jaas": f"${{file:{login_file}:sasl.jaas.config}}",
+            "ca_path": f"{config_dir}/tls/ca.pem",
+            "config_dir": config_dir,
+            "replication_factor": replication,
+        },
+        problems,
+    )
+    declared = {c["name"] for c in connectors}
+    readable = {**secret_files, login_file: ["sasl.jaas.config"]} if sasl else secret_files
+    for connector in mirror["connectors"]:
+        if connector["name"] in declared:
+            problems.append(
+                f"kafka_connect_connectors declares {connector['name']}, the name of a connector kafka_connect_mirrors"
+                " makes. Rename it."
+            )
+        for key, text in connector["config"].items():
+            _check_secret(f"kafka_connect_mirrors ({connector['name']})", key, text, readable, problems)
+    connectors += mirror["connectors"]
     acls = worker_acls(user, group_id, topic_names.values(), connectors) if sasl else []
+    if sasl:
+        unique = {tuple(a.values()): a for a in [*acls, *(a | {"principal": f"User:{user}"} for a in mirror["acls"])]}
+        acls = list(unique.values())
 
     networks = list(settings.get("kafka_connect_client_networks") or [])
     client_groups = settings.get("kafka_connect_client_groups") or []
@@ -395,6 +430,9 @@ def kafka_connect_model(
         "acls": acls,
         "rest_user": rest_user,
         "connectors": connectors,
+        "mirror_files": mirror["files"],
+        "mirror_source_acls": mirror["source_acls"],
+        "login_file": login_file if sasl else "",
         "secret_files": secret_files,
         "secrets_dir": secrets_dir,
         "firewall_services": services,
@@ -413,6 +451,8 @@ def kafka_connect_secret_file(item: Mapping[str, Any], secrets_dir: str, group: 
     }
 
 
+# The secret file with the workers' own Kafka login (a JAAS line) that MirrorMaker 2's clients read.
+LOGIN_FILE = "connect-kafka-login.properties"
 # A jar lock's name (python -m kafkalab.artifacts lock-jars --name): also the plugin's directory in plugin.path.
 LOCK_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 ARCHIVES = ("tar.gz", "tgz", "zip")

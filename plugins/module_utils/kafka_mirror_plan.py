@@ -97,7 +97,7 @@ def _login(side: str, cluster: Mapping[str, Any], ca_path: str) -> dict[str, str
     config = {prefix + "bootstrap.servers": cluster["bootstrap_servers"], prefix + "security.protocol": protocol}
     if protocol.startswith("SASL_"):
         config[prefix + "sasl.mechanism"] = cluster["sasl_mechanism"]
-        config[prefix + "sasl.jaas.config"] = (
+        config[prefix + "sasl.jaas.config"] = cluster.get("jaas") or (
             f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{cluster["user"]}" '
             f'password="{cluster["password"]}";'
         )
@@ -182,7 +182,8 @@ def mirror_plan(
     the workers}], "source_acls": {alias: [ACLs the source site must give its mirror user]}}.
 
     local: this (the target) cluster as the workers reach it: alias, bootstrap_servers, security_protocol,
-    sasl_mechanism, user, password (a placeholder), ca_path (on the workers), config_dir, replication_factor."""
+    sasl_mechanism, user, jaas (a placeholder for the whole JAAS line) or password (a placeholder), ca_path (on the
+    workers), config_dir, replication_factor."""
     plan: dict[str, Any] = {"connectors": [], "acls": [], "files": [], "source_acls": {}}
     if mirrors in (None, "", []):
         return plan

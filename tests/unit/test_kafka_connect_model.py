@@ -112,6 +112,49 @@ def test_source_writes_a_prefix_and_no_group() -> None:
     assert not [a for a in acls if a[1] == "connect-pg"]
 
 
+MIRROR_CLUSTERS = {
+    "primary": {
+        "bootstrap_servers": "10.0.0.11:9093",
+        "user": "mirror",
+        "password": "${file:/etc/kafka-connect/secrets/mirror.properties:primary}",
+        "ca_file": "/inv/primary-ca.pem",
+    }
+}
+
+
+def test_a_mirror_runs_as_connectors_of_these_workers_with_their_own_login_from_a_secret_file() -> None:
+    m = model(
+        kafka_connect_cluster_alias="dr",
+        kafka_connect_config_dir="/etc/kafka-connect",
+        kafka_connect_mirrors=[{"source": "primary", "topics": ["orders"], "groups": ["billing"]}],
+        kafka_connect_mirror_clusters=MIRROR_CLUSTERS,
+        kafka_connect_secrets={"pg": {"password": "x"}, "mirror": {"primary": "mirror-pass"}},
+    )
+    assert m["problems"] == []
+    assert [c["name"] for c in m["connectors"]] == ["orders-sink", "mirror-primary-source", "mirror-primary-checkpoint"]
+    source = m["connectors"][1]["config"]
+    assert source["target.cluster.sasl.jaas.config"] == (
+        "${file:/etc/kafka-connect/secrets/connect-kafka-login.properties:sasl.jaas.config}"
+    )
+    assert m["login_file"] == "/etc/kafka-connect/secrets/connect-kafka-login.properties"
+    assert m["mirror_files"] == [{"src": "/inv/primary-ca.pem", "dest": "/etc/kafka-connect/mirror/primary-ca.pem"}]
+    acls = {(a["resource_type"], a["name"], a["operation"]) for a in m["acls"]}
+    assert {("topic", "primary.orders", "create"), ("group", "billing", "read")} <= acls
+    assert {a["principal"] for a in m["acls"]} == {"User:connect"}
+    assert {a["principal"] for a in m["mirror_source_acls"]["primary"]} == {"User:mirror"}
+
+
+def test_a_mirror_password_from_an_undeclared_secret_file_and_a_name_clash_are_refused() -> None:
+    m = model(
+        kafka_connect_cluster_alias="dr",
+        kafka_connect_mirrors=[{"source": "primary", "topics": ["orders"]}],
+        kafka_connect_mirror_clusters=MIRROR_CLUSTERS,
+        kafka_connect_connectors=[{**SINK, "name": "mirror-primary-source"}],
+    )
+    assert any("jaas.config reads /etc/kafka-connect/secrets/mirror.properties, which" in p for p in m["problems"])
+    assert any("the name of a connector kafka_connect_mirrors makes" in p for p in m["problems"]), m["problems"]
+
+
 def test_no_monitoring_hosts_no_metrics_port() -> None:
     m = kafka_connect_model(HOSTVARS, {**GROUPS, "monitoring": []}, KAFKA, SECURITY, settings())
     assert {w["metrics_port"] for w in m["workers"].values()} == {None}

@@ -15,7 +15,7 @@ LOCAL = {
     "security_protocol": "SASL_SSL",
     "sasl_mechanism": "SCRAM-SHA-512",
     "user": "connect",
-    "password": "${file:/etc/kafka-connect/secrets/kafka-login.properties:password}",
+    "jaas": "${file:/etc/kafka-connect/secrets/connect-kafka-login.properties:sasl.jaas.config}",
     "ca_path": "/etc/kafka-connect/tls/ca.pem",
     "config_dir": "/etc/kafka-connect",
     "replication_factor": 1,
@@ -54,7 +54,7 @@ def test_a_mirror_becomes_a_source_and_a_checkpoint_connector_of_this_site() -> 
     )
     assert config["target.cluster.bootstrap.servers"] == "10.0.1.21:9093"
     assert config["target.cluster.ssl.truststore.location"] == "/etc/kafka-connect/tls/ca.pem"
-    assert 'username="connect"' in config["target.cluster.sasl.jaas.config"]
+    assert config["target.cluster.sasl.jaas.config"] == LOCAL["jaas"]
     # The settings Connect mode needs that the dedicated driver would set itself.
     for key in ("key.converter", "value.converter", "header.converter"):
         assert config[key] == "org.apache.kafka.connect.converters.ByteArrayConverter"
