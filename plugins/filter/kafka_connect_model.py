@@ -432,6 +432,7 @@ def kafka_connect_model(
         "connectors": connectors,
         "mirror_files": mirror["files"],
         "mirror_source_acls": mirror["source_acls"],
+        "mirrors": mirror["mirrors"],
         "login_file": login_file if sasl else "",
         "secret_files": secret_files,
         "secrets_dir": secrets_dir,
@@ -562,6 +563,37 @@ def kafka_connect_plugin(name: Any, lock_dir: str, cache_dir: str) -> dict[str, 
     return plugin
 
 
+def kafka_connect_mirror_login(cluster: Mapping[str, Any], secrets: Any) -> dict[str, str]:
+    """A mirrored cluster's login (a kafka_connect_cluster.mirrors[alias].cluster record) as Kafka client properties
+    for the controller's own clients (playbooks/mirror_failover.yml), the password read from kafka_connect_secrets
+    through its placeholder. Never log the result."""
+    props = {"security.protocol": str(cluster.get("security_protocol") or "PLAINTEXT")}
+    if props["security.protocol"].endswith("SSL"):
+        props |= {
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(cluster.get("ca_file") or ""),
+            "ssl.endpoint.identification.algorithm": "https",
+        }
+    if props["security.protocol"].startswith("SASL_"):
+        found = PLACEHOLDER.fullmatch(str(cluster.get("password") or ""))
+        file = os.path.basename(found.group(1)).removesuffix(".properties") if found else ""
+        password = str(((secrets or {}).get(file) or {}).get(found.group(2) if found else "", ""))
+        props |= {
+            "sasl.mechanism": str(cluster.get("sasl_mechanism") or "SCRAM-SHA-512"),
+            "sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{cluster.get("user")}" password="{password}";'
+            ),
+        }
+    return props
+
+
+def kafka_connect_mirror_covers(patterns: Any, name: Any) -> bool:
+    """Whether a mirror's topics or groups (names, or prefixes ending in *) cover a name."""
+    text = str(name)
+    return any(text == p or (p.endswith("*") and text.startswith(p[:-1])) for p in map(str, patterns or []))
+
+
 class FilterModule:
     """Ansible entry point."""
 
@@ -570,4 +602,6 @@ class FilterModule:
             "kafka_connect_model": kafka_connect_model,
             "kafka_connect_secret_file": kafka_connect_secret_file,
             "kafka_connect_plugin": kafka_connect_plugin,
+            "kafka_connect_mirror_login": kafka_connect_mirror_login,
+            "kafka_connect_mirror_covers": kafka_connect_mirror_covers,
         }

@@ -49,6 +49,8 @@ DURATIONS = (
     "prometheus_alert_spark_stalled_for",
     "prometheus_alert_certificate_for",
     "prometheus_alert_registration_window",
+    "prometheus_alert_connect_failed_for",
+    "prometheus_alert_mirror_latency_for",
 )
 
 
@@ -71,6 +73,12 @@ def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"prometheus_alert_lag_records is {lag!r}: it must be a whole number of records (e.g. 1000). "
             "Fix prometheus_alert_lag_records in group_vars."
+        )
+    latency = settings.get("prometheus_alert_mirror_latency_ms")
+    if isinstance(latency, bool) or as_int(latency) is None or (as_int(latency) or 0) < 1:
+        problems.append(
+            f"prometheus_alert_mirror_latency_ms is {latency!r}: it must be a whole number of milliseconds (e.g. "
+            "30000). Fix prometheus_alert_mirror_latency_ms in group_vars."
         )
     reports = settings.get("prometheus_alert_spark_stalled_reports")
     if isinstance(reports, bool) or as_int(reports) is None or (as_int(reports) or 0) < 1:

@@ -48,6 +48,7 @@ MIRROR_KEYS = {
     "tasks_max",
     "checkpoint_interval_seconds",
     "refresh_interval_seconds",
+    "offset_lag_max",
 }
 CLUSTER_KEYS = {
     "bootstrap_servers",
@@ -184,7 +185,7 @@ def mirror_plan(
     local: this (the target) cluster as the workers reach it: alias, bootstrap_servers, security_protocol,
     sasl_mechanism, user, jaas (a placeholder for the whole JAAS line) or password (a placeholder), ca_path (on the
     workers), config_dir, replication_factor."""
-    plan: dict[str, Any] = {"connectors": [], "acls": [], "files": [], "source_acls": {}}
+    plan: dict[str, Any] = {"connectors": [], "acls": [], "files": [], "source_acls": {}, "mirrors": {}}
     if mirrors in (None, "", []):
         return plan
     local_alias = str(local.get("alias") or "")
@@ -278,6 +279,9 @@ def mirror_plan(
             "sync.topic.configs.enabled": "true",
             "sync.topic.acls.enabled": "false",
             "refresh.topics.interval.seconds": refresh,
+            # A new offset sync when the copy's offsets drift this far from the source's: a group moved between the
+            # sites reads at most this many records again per partition.
+            "offset.lag.max": str(item.get("offset_lag_max") or 100),
             "name": names["source"],
         }
         sync = item.get("sync_group_offsets", True)
@@ -285,6 +289,8 @@ def mirror_plan(
             "connector.class": "org.apache.kafka.connect.mirror.MirrorCheckpointConnector",
             **common,
             "groups": as_regex(groups),
+            # The groups' offsets on these topics only (as the source connector copies them).
+            "topics": as_regex(topics),
             "checkpoints.topic.replication.factor": str(rf),
             "emit.checkpoints.interval.seconds": str(item.get("checkpoint_interval_seconds") or 60),
             "sync.group.offsets.enabled": "true" if sync else "false",
@@ -304,6 +310,7 @@ def mirror_plan(
             else {"name": names["checkpoint"], "config": {}, "state": "absent", "reads": [], "writes": []}
         )
         plan["acls"] += _acls(user, copies, internal, groups if sync else [])
+        plan["mirrors"][alias] = {"topics": topics, "groups": groups, "policy": policy, "cluster": cluster}
         plan["source_acls"][alias] = _acls_source(cluster["user"], topics, groups)
     return plan
 
@@ -328,6 +335,80 @@ def _acls(user: str, copies: list[str], internal: list[str], groups: list[str]) 
 
 
 def _acls_source(user: str, topics: list[str], groups: list[str]) -> list[dict[str, str]]:
-    """On the source cluster, for the mirror's user there: reads only (offset syncs and checkpoints are kept here)."""
+    """On the source cluster, for the mirror's user there: reads only (offset syncs and checkpoints are kept here), and
+    the mirrored groups' offsets, which a failback (module kafka_mirror_group) commits there as that user."""
     acls = _pattern_acls(user, "topic", topics, ("read", "describe", "describe_configs"))
-    return acls + _pattern_acls(user, "group", groups, ("describe",))
+    return acls + _pattern_acls(user, "group", groups, ("describe", "read"))
+
+
+# ---- moving a consumer group between the sites (module kafka_mirror_group) -------------------------------------------
+# MirrorMaker 2's records, as connect-mirror writes them (Kafka protocol types, big-endian; STRING = int16 length +
+# UTF-8). An offset sync (topic mm2-offset-syncs.<source>.internal, here: offset-syncs.topic.location=target): key
+# {topic STRING (the source's name), partition INT32}, value {upstream INT64, downstream INT64}, no version. A
+# checkpoint (<source>.checkpoints.internal): key {group STRING, topic STRING (the copy's name), partition INT32},
+# value int16 version 0, {upstream INT64, downstream INT64, metadata STRING}.
+
+
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    size = int.from_bytes(data[at : at + 2], "big", signed=True)
+    return data[at + 2 : at + 2 + size].decode("utf-8"), at + 2 + size
+
+
+def decode_offset_sync(key: bytes, value: bytes) -> tuple[str, int, int, int]:
+    """(source topic, partition, upstream offset, downstream offset)."""
+    topic, at = _string(key, 0)
+    partition = int.from_bytes(key[at : at + 4], "big", signed=True)
+    upstream = int.from_bytes(value[0:8], "big", signed=True)
+    downstream = int.from_bytes(value[8:16], "big", signed=True)
+    return topic, partition, upstream, downstream
+
+
+def decode_checkpoint(key: bytes, value: bytes) -> dict[str, Any]:
+    """{group, topic (the copy's name), partition, upstream, downstream}."""
+    group, at = _string(key, 0)
+    topic, at = _string(key, at)
+    partition = int.from_bytes(key[at : at + 4], "big", signed=True)
+    upstream = int.from_bytes(value[2:10], "big", signed=True)
+    downstream = int.from_bytes(value[10:18], "big", signed=True)
+    return {"group": group, "topic": topic, "partition": partition, "upstream": upstream, "downstream": downstream}
+
+
+def copy_name(alias: str, topic: str, policy: str) -> str:
+    """The name a source topic's copy has on this cluster."""
+    return f"{alias}.{topic}" if policy == "default" else topic
+
+
+def translate_down(syncs: list[tuple[int, int]], upstream: int) -> tuple[int, int] | None:
+    """MirrorMaker's own translation of a source offset to the copy's (OffsetSyncStore): from the newest sync at or
+    before it, its downstream offset, plus one when the group is past the synced record (so nothing is skipped; the
+    records between the sync and the group's position are read again). (offset, records at most read again), or None
+    when no sync is that old."""
+    usable = [(u, d) for u, d in syncs if u <= upstream]
+    if not usable:
+        return None
+    u, d = max(usable)
+    return (d if upstream == u else d + 1), upstream - u - (0 if upstream == u else 1)
+
+
+def checkpoint_reread(syncs: list[tuple[int, int]], upstream: int, downstream: int) -> int:
+    """How many records a group reads again at most when it resumes at a checkpoint's downstream offset: MirrorMaker
+    translated its upstream offset through an offset sync (u, d) it kept (it keeps some, not all), giving d when the
+    group was at u, else d + 1. So the sync at downstream - 1 (the group was past it) or at downstream (exact) tells;
+    without either, the newest sync before the checkpoint bounds it, and without any, everything before it."""
+    by_down = {d: u for u, d in syncs}
+    if by_down.get(downstream) == upstream:
+        return 0
+    if downstream - 1 in by_down and by_down[downstream - 1] < upstream:
+        return upstream - by_down[downstream - 1] - 1
+    older = [u for u, d in syncs if d < downstream and u < upstream]
+    return upstream - max(older) if older else upstream
+
+
+def translate_up(syncs: list[tuple[int, int]], downstream: int) -> tuple[int, int] | None:
+    """The same, the other way (a group moving back to the source): from the newest sync at or before the copy's
+    offset, its upstream offset, plus one when the group is past it. (offset, records at most read again) or None."""
+    usable = [(d, u) for u, d in syncs if d <= downstream]
+    if not usable:
+        return None
+    d, u = max(usable)
+    return (u if downstream == d else u + 1), downstream - d - (0 if downstream == d else 1)

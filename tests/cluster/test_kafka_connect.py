@@ -29,7 +29,6 @@ import http.client
 import json
 import os
 import ssl
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,6 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from acked_producer import AckedProducer
 from conftest import Cluster, assert_java_service_runs, read_properties
 from inventory_hosts import ca_dir, host_variables, hosts_in, node, run_playbook
 from kafka import KafkaProducer
@@ -332,41 +332,6 @@ def ensure_topic(admin: KafkaAdminClient) -> None:
         )
 
 
-class Producer(threading.Thread):
-    """Numbered records, acks=all, as fast as one in flight allows with a short pause: what was acknowledged, when."""
-
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(daemon=True)
-        self.producer = KafkaProducer(
-            **kafka_client.settings(),
-            bootstrap_servers=bootstrap,
-            acks="all",
-            retries=2**31 - 1,
-            enable_idempotence=True,
-            max_in_flight_requests_per_connection=1,
-        )
-        self.stop = threading.Event()
-        self.acked: list[int] = []
-        self.times: list[float] = []
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        seq = 0
-        while not self.stop.is_set():
-            try:
-                self.producer.send(ROLL_TOPIC, str(seq).encode()).get(timeout=60)
-                self.acked.append(seq)
-                self.times.append(time.monotonic())
-            except (
-                Exception
-            ) as exc:  # kafka-python raises KafkaError subclasses; any unacked record is just not counted
-                self.errors.append(repr(exc))
-            seq += 1
-            time.sleep(0.01)
-        self.producer.flush()
-        self.producer.close()
-
-
 def sink_lines() -> list[int]:
     lines: list[int] = []
     for host in workers():
@@ -383,7 +348,7 @@ def test_worker_roll_and_kill_under_load_lose_nothing(
     ensure_topic(admin)
     wait_until(lambda: running(urls[0], "roll-sink"), 120, "roll-sink running")
     start_lines = Counter(sink_lines())
-    producer = Producer(cluster.bootstrap)
+    producer = AckedProducer(cluster.bootstrap, ROLL_TOPIC)
     producer.start()
     wait_until(lambda: len(producer.acked) > 50, 60, "the producer's first acks")
 
@@ -428,11 +393,10 @@ def test_worker_roll_and_kill_under_load_lose_nothing(
     delivered = Counter(sink_lines()) - start_lines
     lost = sorted(acked - set(delivered))
     duplicates = sum(n - 1 for seq, n in delivered.items() if n > 1 and seq in acked)
-    gaps = [b - a for a, b in zip(producer.times, producer.times[1:], strict=False)]
     print(
         f"connect worker roll {roll:.1f} s ({len(workers())} workers) and SIGKILL (task moved in {moved:.1f} s): "
         f"{len(acked)} acked, {len(set(delivered) & acked)} in the sink's files, {len(lost)} lost, {duplicates} "
-        f"duplicated (at-least-once sink), longest gap between acks {max(gaps):.3f} s, "
+        f"duplicated (at-least-once sink), longest gap between acks {producer.longest_gap():.3f} s, "
         f"{len(producer.errors)} sends not acknowledged"
     )
     assert lost == [], lost[:20]

@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import as_regex, mirror_plan
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import (
+    as_regex,
+    checkpoint_reread,
+    copy_name,
+    decode_checkpoint,
+    decode_offset_sync,
+    mirror_plan,
+    translate_down,
+    translate_up,
+)
 
 LOCAL = {
     "alias": "dr",
@@ -86,6 +95,7 @@ def test_the_acls_on_this_site_and_the_read_only_ones_the_source_site_gives() ->
         ("topic", "pay", "describe"),
         ("topic", "pay", "describe_configs"),
         ("group", "billing", "describe"),
+        ("group", "billing", "read"),
     }
     assert {a["principal"] for a in plan["source_acls"]["primary"]} == {"User:mirror"}
 
@@ -156,3 +166,58 @@ def test_refusals_name_the_variable_and_the_fix(
 ) -> None:
     _, problems = plan_of(mirrors, clusters, **local)
     assert any(expected in p for p in problems), problems
+
+
+def encode_string(text: str) -> bytes:
+    return len(text).to_bytes(2, "big") + text.encode()
+
+
+def test_mirror_records_decode_as_connect_mirror_writes_them() -> None:
+    key = encode_string("orders") + (2).to_bytes(4, "big")
+    value = (1500).to_bytes(8, "big") + (1490).to_bytes(8, "big")
+    assert decode_offset_sync(key, value) == ("orders", 2, 1500, 1490)
+    key = encode_string("billing") + encode_string("primary.orders") + (1).to_bytes(4, "big")
+    value = (0).to_bytes(2, "big") + (77).to_bytes(8, "big") + (70).to_bytes(8, "big") + encode_string("")
+    assert decode_checkpoint(key, value) == {
+        "group": "billing",
+        "topic": "primary.orders",
+        "partition": 1,
+        "upstream": 77,
+        "downstream": 70,
+    }
+
+
+SYNCS = [(0, 0), (100, 98), (200, 195)]
+
+
+@pytest.mark.parametrize(
+    ("upstream", "expected"),
+    [(0, (0, 0)), (100, (98, 0)), (150, (99, 49)), (250, (196, 49)), (200, (195, 0))],
+)
+def test_a_source_offset_goes_to_the_copy_past_the_newest_sync_before_it(upstream: int, expected: Any) -> None:
+    # As MirrorMaker's OffsetSyncStore: never past a record the group has not read; what it read since the sync again.
+    assert translate_down(SYNCS, upstream) == expected
+
+
+@pytest.mark.parametrize(
+    ("downstream", "expected"),
+    [(0, (0, 0)), (98, (100, 0)), (150, (101, 51)), (195, (200, 0)), (300, (201, 104))],
+)
+def test_a_copy_offset_goes_back_to_the_source_past_the_newest_sync_before_it(downstream: int, expected: Any) -> None:
+    assert translate_up(SYNCS, downstream) == expected
+
+
+def test_an_offset_before_every_sync_is_not_translated() -> None:
+    assert translate_down([(10, 5)], 3) is None and translate_up([(10, 5)], 3) is None
+    assert copy_name("primary", "orders", "default") == "primary.orders"
+    assert copy_name("primary", "orders", "identity") == "orders"
+
+
+@pytest.mark.parametrize(
+    ("upstream", "downstream", "expected"),
+    [(100, 98, 0), (150, 99, 49), (150, 196, 0 + 150 - 100), (10, 0, 10), (300, 196, 99)],
+)
+def test_what_a_group_resuming_at_a_checkpoint_reads_again(upstream: int, downstream: int, expected: int) -> None:
+    # (150, 99): translated through the sync (100, 98); (150, 196): no sync at 195/196 for it, the newest older
+    # one (100, 98) bounds it; (10, 0): no sync older than it, everything before it.
+    assert checkpoint_reread(SYNCS, upstream, downstream) == expected

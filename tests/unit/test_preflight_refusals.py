@@ -806,6 +806,14 @@ CASES = [
         id="alert-window-a-number",
     ),
     pytest.param(
+        lambda: monitoring(s={"prometheus_alert_connect_failed_for": 60, "prometheus_alert_mirror_latency_ms": "30s"}),
+        [
+            "prometheus_alert_connect_failed_for is 60: it must be a Prometheus duration such as 30s, 5m or 1h (a quoted string). Fix prometheus_alert_connect_failed_for in group_vars.",
+            "prometheus_alert_mirror_latency_ms is '30s': it must be a whole number of milliseconds (e.g. 30000). Fix prometheus_alert_mirror_latency_ms in group_vars.",
+        ],
+        id="connect-alert-window-and-mirror-latency",
+    ),
+    pytest.param(
         lambda: monitoring(s={"prometheus_alert_lag_records": "lots"}),
         [
             "prometheus_alert_lag_records is 'lots': it must be a whole number of records (e.g. 1000). Fix prometheus_alert_lag_records in group_vars.",
