@@ -19,8 +19,9 @@ description:
     as declared is not written to, since a re-PUT would restart it.
   - Deletes a connector only when it is declared with state absent.
   - >-
-    With O(wait), waits until every declared connector and each of its tasks is RUNNING, and fails naming the first
-    line of a failed one's trace.
+    With O(wait), waits until every declared connector and each of its tasks is RUNNING (MirrorMaker 2's connectors
+    may run without a task while no topic or group matches), and fails naming the first line of a failed one's
+    trace.
   - >-
     Check mode reports the changes and the diff without making them. Connect returns config-provider placeholders
     (C(${file:...})) as stored, never the secrets they point at; values of keys that name a secret are masked in the
@@ -195,7 +196,15 @@ def plan(declared: list[dict[str, Any]], existing: dict[str, dict[str, str]]) ->
     return {"created": created, "updated": updated, "deleted": deleted}
 
 
-def wait_running(rest: Rest, names: list[str], timeout: int) -> dict[str, Any]:
+# Connectors that run with no task while there is nothing to do: MirrorMaker 2's, before a topic or group matches.
+TASKLESS = ("org.apache.kafka.connect.mirror.", "MirrorSource", "MirrorCheckpoint", "MirrorHeartbeat")
+
+
+def may_run_taskless(config: dict[str, Any]) -> bool:
+    return str(config.get("connector.class", "")).startswith(TASKLESS)
+
+
+def wait_running(rest: Rest, names: list[str], timeout: int, taskless: frozenset[str] = frozenset()) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         status: dict[str, Any] = {}
@@ -211,7 +220,8 @@ def wait_running(rest: Rest, names: list[str], timeout: int) -> dict[str, Any]:
                     trace = str(part.get("trace") or "").splitlines()[:1]
                     what = f"task {part['id']}" if "id" in part else "connector"
                     problems.append(f"connector {name}: {what} FAILED on {part.get('worker_id')}: {' '.join(trace)}")
-            if connector.get("state") != "RUNNING" or not tasks or any(t.get("state") != "RUNNING" for t in tasks):
+            no_task = not tasks and name not in taskless
+            if connector.get("state") != "RUNNING" or no_task or any(t.get("state") != "RUNNING" for t in tasks):
                 problems.append(f"connector {name}: {status[name]}")
         failed = [p for p in problems if "FAILED" in p]
         if not problems:
@@ -299,7 +309,8 @@ def main() -> None:
         for name in result["deleted"]:
             rest.call("DELETE", f"/connectors/{quote(name, safe='')}", ok=(204, 404))
         present = [c["name"] for c in declared if c.get("state", "present") == "present"]
-        status = wait_running(rest, present, module.params["wait"]) if module.params["wait"] else {}
+        taskless = frozenset(n for n in present if may_run_taskless(by_name[n]["config"]))
+        status = wait_running(rest, present, module.params["wait"], taskless) if module.params["wait"] else {}
     except RestError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=changed, diff=diff, status=status, **result)
