@@ -144,28 +144,23 @@ def read_log(settings: dict[str, Any], bootstrap: str, topic: str) -> list[tuple
 
 
 def members(admin: Any, group: str) -> int:
-    described = admin.describe_consumer_groups([group])
-    return sum(len(g.members) for g in described)
+    described = admin.describe_groups([group]).get(group) or {}
+    return len(described.get("members") or [])
 
 
 def committed(admin: Any, group: str) -> dict[tuple[str, int], int]:
-    offsets = admin.list_consumer_group_offsets(group)
+    offsets = admin.list_group_offsets({group: None}).get(group) or {}
     return {(tp.topic, tp.partition): om.offset for tp, om in offsets.items() if om.offset >= 0}
 
 
-def commit(settings: dict[str, Any], bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit offsets for a group that has no member (a consumer that joins nothing, committing as the group)."""
-    consumer = KafkaConsumer(
-        **settings,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        enable_auto_commit=False,
-        client_id="kafkalab-mirror-group",
+def commit(admin: Any, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit offsets for a group that has no member (the coordinator refuses them for one that has)."""
+    results = admin.alter_group_offsets(
+        group, {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
     )
-    try:
-        consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
-    finally:
-        consumer.close()
+    failed = {f"{tp.topic}-{tp.partition}": error.__name__ for tp, error in results.items() if error.errno != 0}
+    if failed:
+        raise MoveError(f"the cluster refused some of group {group}'s offsets: {failed}")
 
 
 def to_copies(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any] | None) -> dict[str, Any]:
@@ -313,10 +308,10 @@ def main() -> None:
             )
         result = to_copies(module, here, there) if p["move"] == "to_copies" else to_source(module, here)
         if not module.check_mode:
-            if p["move"] == "to_copies":
-                commit(here["settings"], p["bootstrap_servers"], p["group"], result["commit"])
-            else:
-                commit(there_settings, p["source_bootstrap_servers"], p["group"], result["commit"])
+            target = here if p["move"] == "to_copies" else there
+            if target is None:
+                raise MoveError("a failback needs the source cluster (source_down is set)")
+            commit(target["admin"], p["group"], result["commit"])
     except MoveError as exc:
         module.fail_json(msg=f"{exc}. Nothing was committed.")
     finally:

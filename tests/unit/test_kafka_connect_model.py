@@ -17,7 +17,13 @@ from ansible_collections.kafkalab.kafka.plugins.filter.kafka_connect_model impor
     kafka_connect_plugin,
     kafka_connect_secret_file,
 )
-from ansible_collections.kafkalab.kafka.plugins.modules.kafka_connectors import masked, pending, plan, validation_errors
+from ansible_collections.kafkalab.kafka.plugins.modules.kafka_connectors import (
+    masked,
+    may_run_taskless,
+    pending,
+    plan,
+    validation_errors,
+)
 
 HOSTVARS = {"kafka4": {"firewall_address": "10.0.0.14"}, "kmon": {"firewall_address": "10.0.0.30"}}
 GROUPS = {"kafka_connect": ["kafka4", "kmon"], "monitoring": ["kmon"], "etl": ["etl1"]}
@@ -349,3 +355,9 @@ def test_a_plugin_file_that_is_missing_declares_no_class(tmp_path: Path) -> None
 )
 def test_a_connector_of_a_plugin_being_installed_is_known_by_any_alias(connector_class: str, expected: bool) -> None:
     assert pending(connector_class, ["io.debezium.connector.postgresql.PostgresConnector"]) is expected
+
+
+def test_only_mirrormaker_connectors_may_run_without_a_task() -> None:
+    assert may_run_taskless({"connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector"})
+    assert may_run_taskless({"connector.class": "MirrorCheckpoint"})
+    assert not may_run_taskless(SINK["config"])
