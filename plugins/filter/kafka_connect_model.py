@@ -41,7 +41,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     is_port,
 )
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls, user_acl
-from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import mirror_plan
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import covered, mirror_plan
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import to_properties
 
 CONNECTOR_KEYS = {"name", "config", "state", "reads", "writes"}
@@ -590,8 +590,7 @@ def kafka_connect_mirror_login(cluster: Mapping[str, Any], secrets: Any) -> dict
 
 def kafka_connect_mirror_covers(patterns: Any, name: Any) -> bool:
     """Whether a mirror's topics or groups (names, or prefixes ending in *) cover a name."""
-    text = str(name)
-    return any(text == p or (p.endswith("*") and text.startswith(p[:-1])) for p in map(str, patterns or []))
+    return covered([str(p) for p in patterns or []], str(name))
 
 
 class FilterModule:

@@ -378,6 +378,18 @@ def copy_name(alias: str, topic: str, policy: str) -> str:
     return f"{alias}.{topic}" if policy == "default" else topic
 
 
+def source_name(alias: str, copy: str, policy: str) -> str | None:
+    """The source topic a copy on this cluster is of (None for a topic that is no copy from alias)."""
+    if policy != "default":
+        return copy
+    return copy[len(alias) + 1 :] if copy.startswith(f"{alias}.") else None
+
+
+def covered(patterns: list[str], name: str) -> bool:
+    """Whether a mirror's topics or groups (names, or prefixes ending in *) cover a name."""
+    return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in patterns)
+
+
 def translate_down(syncs: list[tuple[int, int]], upstream: int) -> tuple[int, int] | None:
     """MirrorMaker's own translation of a source offset to the copy's (OffsetSyncStore): from the newest sync at or
     before it, its downstream offset, plus one when the group is past the synced record (so nothing is skipped; the

@@ -13,8 +13,9 @@ description:
   - >-
     Failover (O(move=to_copies)): the group's offsets on the source cluster are translated to the copies on this
     cluster and committed here, so the group's consumers resume here with nothing skipped. When the source answers,
-    the module waits until MirrorMaker's checkpoints have caught up with the group's last commit there and commits
-    the checkpoints' offsets; with O(source_down) it takes the newest checkpoints as they are.
+    they are translated as MirrorMaker translates them, through every offset sync of the mirror (an offset before a
+    partition's first sync goes to the copy's beginning); with O(source_down), the newest checkpoints MirrorMaker
+    wrote for the group are taken.
   - >-
     Failback (O(move=to_source)): the group's offsets on the copies here are translated back through MirrorMaker's
     offset syncs (the newest sync at or before each offset) and committed on the source cluster.
@@ -28,7 +29,7 @@ options:
     type: str
     required: true
   topics:
-    description: The source topics the group reads (their names on the source cluster).
+    description: The mirror's topics (names on the source cluster, or prefixes ending in *); the group moves on those.
     type: list
     elements: str
     required: true
@@ -66,10 +67,6 @@ options:
     description: Failover without the source cluster (a disaster), from the newest checkpoints.
     type: bool
     default: false
-  wait:
-    description: Seconds to wait for checkpoints that cover the group's last commit on the source.
-    type: int
-    default: 180
 requirements: [kafka-python >= 3.0]
 """
 
@@ -103,9 +100,11 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import (
     checkpoint_reread,
-    copy_name,
+    covered,
     decode_checkpoint,
     decode_offset_sync,
+    source_name,
+    translate_down,
     translate_up,
 )
 
@@ -164,57 +163,76 @@ def commit(admin: Any, group: str, offsets: dict[tuple[str, int], int]) -> None:
 
 
 def to_copies(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any] | None) -> dict[str, Any]:
-    """Failover: MirrorMaker's checkpoints of the group, once they cover its last commit on the source."""
+    """Failover. With the source answering: the group's offsets there, translated as MirrorMaker translates them
+    (OffsetSyncStore's rule) but through every offset sync of its topic, not the few MirrorMaker keeps; an offset
+    before a partition's first sync (MirrorMaker drops syncs while it is busy, so the first may come late) goes to
+    the copy's beginning: nothing skipped, the records before that sync read again. With the source down: the
+    newest checkpoints MirrorMaker wrote for the group."""
     p = module.params
-    alias, group = p["source_alias"], p["group"]
-    copies = {copy_name(alias, t, p["replication_policy"]): t for t in p["topics"]}
-    source_offsets: dict[tuple[str, int], int] = {}
+    alias, group, policy = p["source_alias"], p["group"], p["replication_policy"]
+    copy_of = {}
+    syncs = read_syncs(here["settings"], p["bootstrap_servers"], alias)
     if there is not None:
-        source_offsets = {k: v for k, v in committed(there["admin"], group).items() if k[0] in p["topics"]}
+        source_offsets = {k: v for k, v in committed(there["admin"], group).items() if covered(p["topics"], k[0])}
         if not source_offsets:
             raise MoveError(f"group {group} has no committed offset on {alias} for {', '.join(p['topics'])}")
-    deadline = time.monotonic() + p["wait"]
-    while True:
+        copy_of = {t: (f"{alias}.{t}" if policy == "default" else t) for t, _ in source_offsets}
+        starts = beginnings(here["settings"], p["bootstrap_servers"], [(copy_of[t], n) for t, n in source_offsets])
+        offsets = []
+        for (topic, partition), upstream in sorted(source_offsets.items()):
+            known = syncs.get((topic, partition), [])
+            translated = translate_down(known, upstream)
+            if translated is None:
+                start = starts[(copy_of[topic], partition)]
+                first = min((d for _, d in known), default=None)
+                if first is None:
+                    raise MoveError(f"{topic}-{partition}: the mirror has written no offset sync for it yet")
+                translated = (start, first - start)
+            offsets.append(
+                {
+                    "topic": copy_of[topic],
+                    "partition": partition,
+                    "from": upstream,
+                    "to": translated[0],
+                    "reread_max": translated[1],
+                }
+            )
+    else:
         latest: dict[tuple[str, int], dict[str, Any]] = {}
         for key, value in read_log(here["settings"], p["bootstrap_servers"], f"{alias}.checkpoints.internal"):
             checkpoint = decode_checkpoint(key, value)
-            if checkpoint["group"] == group and checkpoint["topic"] in copies:
-                latest[(copies[checkpoint["topic"]], checkpoint["partition"])] = checkpoint
-        behind = [
-            f"{t}-{n}: committed {o} there, checkpoint {latest[(t, n)]['upstream'] if (t, n) in latest else 'none'}"
-            for (t, n), o in sorted(source_offsets.items())
-            if (t, n) not in latest or latest[(t, n)]["upstream"] != o
-        ]
-        if not behind and latest:
-            break
-        if time.monotonic() > deadline:
+            source = source_name(alias, checkpoint["topic"], policy)
+            if checkpoint["group"] == group and source is not None and covered(p["topics"], source):
+                latest[(source, checkpoint["partition"])] = checkpoint
+        if not latest:
             raise MoveError(
-                f"MirrorMaker's checkpoints of group {group} do not cover its last commit on {alias} after "
-                f"{p['wait']} s ({'; '.join(behind) or 'no checkpoint at all'}): is the checkpoint connector running "
-                f"and does it list the group (kafka_connect_mirrors groups)?"
+                f"MirrorMaker wrote no checkpoint for group {group}: is the checkpoint connector running and does "
+                "kafka_connect_mirrors list the group?"
             )
-        time.sleep(2)
-    # A checkpoint translates through the newest offset sync at or before the group's offset; the records since that
-    # sync are read again, at most.
-    syncs = read_syncs(here["settings"], p["bootstrap_servers"], alias)
-    offsets = []
-    for c in sorted(latest.values(), key=lambda c: (c["topic"], c["partition"])):
-        source = copies[c["topic"]]
-        reread = checkpoint_reread(syncs.get((source, c["partition"]), []), c["upstream"], c["downstream"])
-        offsets.append(
+        offsets = [
             {
                 "topic": c["topic"],
                 "partition": c["partition"],
                 "from": c["upstream"],
                 "to": c["downstream"],
-                "reread_max": reread,
+                "reread_max": checkpoint_reread(syncs.get((source, n), []), c["upstream"], c["downstream"]),
             }
-        )
+            for (source, n), c in sorted(latest.items())
+        ]
     return {
-        "commit": {(c["topic"], c["partition"]): c["downstream"] for c in latest.values()},
+        "commit": {(o["topic"], o["partition"]): o["to"] for o in offsets},
         "offsets": offsets,
         "reread_max": sum(o["reread_max"] for o in offsets),
     }
+
+
+def beginnings(settings: dict[str, Any], bootstrap: str, partitions: list[tuple[str, int]]) -> dict[Any, int]:
+    consumer = KafkaConsumer(**settings, bootstrap_servers=bootstrap, client_id="kafkalab-mirror-group")
+    try:
+        found = consumer.beginning_offsets([TopicPartition(t, n) for t, n in partitions])
+        return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+    finally:
+        consumer.close()
 
 
 def read_syncs(settings: dict[str, Any], bootstrap: str, alias: str) -> dict[tuple[str, int], list[tuple[int, int]]]:
@@ -226,24 +244,30 @@ def read_syncs(settings: dict[str, Any], bootstrap: str, alias: str) -> dict[tup
     return syncs
 
 
-def to_source(module: AnsibleModule, here: dict[str, Any]) -> dict[str, Any]:
-    """Failback: the group's offsets on the copies, back through the offset syncs."""
+def to_source(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any]) -> dict[str, Any]:
+    """Failback: the group's offsets on the copies, back through the offset syncs; an offset before a partition's
+    first sync goes to the source partition's beginning (nothing skipped; what the group read before read again)."""
     p = module.params
-    alias, group = p["source_alias"], p["group"]
-    copies = {copy_name(alias, t, p["replication_policy"]): t for t in p["topics"]}
-    offsets = {k: v for k, v in committed(here["admin"], group).items() if k[0] in copies}
+    alias, group, policy = p["source_alias"], p["group"], p["replication_policy"]
+    found = committed(here["admin"], group)
+    copies = {
+        copy: source
+        for copy, _ in found
+        if (source := source_name(alias, copy, policy)) is not None and covered(p["topics"], source)
+    }
+    offsets = {k: v for k, v in found.items() if k[0] in copies}
     if not offsets:
-        raise MoveError(f"group {group} has no committed offset here on {', '.join(copies)}")
+        raise MoveError(f"group {group} has no committed offset here on copies of {', '.join(p['topics'])}")
     syncs = read_syncs(here["settings"], p["bootstrap_servers"], alias)
+    copy_starts = beginnings(here["settings"], p["bootstrap_servers"], list(offsets))
+    source_starts = beginnings(there["settings"], p["source_bootstrap_servers"], [(copies[t], n) for t, n in offsets])
     result: dict[str, Any] = {"commit": {}, "offsets": [], "reread_max": 0}
     for (copy, partition), offset in sorted(offsets.items()):
         source = copies[copy]
-        translated = translate_up(syncs.get((source, partition), []), offset)
-        if translated is None:
-            raise MoveError(
-                f"{copy}-{partition}: no offset sync at or before the group's offset {offset} (the mirror's "
-                f"mm2-offset-syncs.{alias}.internal holds none that old)"
-            )
+        translated = translate_up(syncs.get((source, partition), []), offset) or (
+            source_starts[(source, partition)],
+            offset - copy_starts[(copy, partition)],
+        )
         result["commit"][(source, partition)] = translated[0]
         result["offsets"].append(
             {"topic": source, "partition": partition, "from": offset, "to": translated[0], "reread_max": translated[1]}
@@ -265,7 +289,6 @@ def main() -> None:
             "source_bootstrap_servers": {"type": "str", "required": True},
             "source_client_properties": {"type": "dict", "default": {}, "no_log": True},
             "source_down": {"type": "bool", "default": False},
-            "wait": {"type": "int", "default": 180},
         },
         supports_check_mode=True,
     )
@@ -306,11 +329,13 @@ def main() -> None:
                 f"group {p['group']} has members on {', '.join(busy)}: stop its consumers first (their offsets would "
                 "move under them)"
             )
-        result = to_copies(module, here, there) if p["move"] == "to_copies" else to_source(module, here)
+        if p["move"] == "to_copies":
+            result, target = to_copies(module, here, there), here
+        elif there is None:
+            raise MoveError("a failback needs the source cluster (source_down is set)")
+        else:
+            result, target = to_source(module, here, there), there
         if not module.check_mode:
-            target = here if p["move"] == "to_copies" else there
-            if target is None:
-                raise MoveError("a failback needs the source cluster (source_down is set)")
             commit(target["admin"], p["group"], result["commit"])
     except MoveError as exc:
         module.fail_json(msg=f"{exc}. Nothing was committed.")
