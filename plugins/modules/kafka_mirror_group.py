@@ -176,7 +176,7 @@ def to_copies(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any]
         source_offsets = {k: v for k, v in committed(there["admin"], group).items() if covered(p["topics"], k[0])}
         if not source_offsets:
             raise MoveError(f"group {group} has no committed offset on {alias} for {', '.join(p['topics'])}")
-        copy_of = {t: (f"{alias}.{t}" if policy == "default" else t) for t, _ in source_offsets}
+        copy_of = {t: (f"{alias}.{t}" if policy == "default" else t) for t, _partition in source_offsets}
         starts = beginnings(here["settings"], p["bootstrap_servers"], [(copy_of[t], n) for t, n in source_offsets])
         offsets = []
         for (topic, partition), upstream in sorted(source_offsets.items()):
@@ -184,7 +184,7 @@ def to_copies(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any]
             translated = translate_down(known, upstream)
             if translated is None:
                 start = starts[(copy_of[topic], partition)]
-                first = min((d for _, d in known), default=None)
+                first = min((sync[1] for sync in known), default=None)
                 if first is None:
                     raise MoveError(f"{topic}-{partition}: the mirror has written no offset sync for it yet")
                 translated = (start, first - start)
@@ -252,7 +252,7 @@ def to_source(module: AnsibleModule, here: dict[str, Any], there: dict[str, Any]
     found = committed(here["admin"], group)
     copies = {
         copy: source
-        for copy, _ in found
+        for copy, _partition in found
         if (source := source_name(alias, copy, policy)) is not None and covered(p["topics"], source)
     }
     offsets = {k: v for k, v in found.items() if k[0] in copies}
