@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import user_acl
+from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls
 
 POLICIES = {
     "default": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
@@ -315,30 +315,22 @@ def mirror_plan(
     return plan
 
 
-def _pattern_acls(user: str, kind: str, patterns: list[str], operations: tuple[str, ...]) -> list[dict[str, str]]:
-    return [
-        user_acl(user, kind, p.rstrip("*"), op, "prefixed" if p.endswith("*") else "literal")
-        for p in patterns
-        for op in operations
-    ]
-
-
 def _acls(user: str, copies: list[str], internal: list[str], groups: list[str]) -> list[dict[str, str]]:
     """On this cluster, for the workers' user: the copies (made, written, their partitions and configs kept in step with
     the source's, read where group offsets are committed for them), the mirror's two internal topics, and the groups
     whose offsets it commits here."""
     operations = ("create", "write", "read", "describe", "alter", "alter_configs", "describe_configs")
-    acls = _pattern_acls(user, "topic", copies, operations)
-    acls += _pattern_acls(user, "topic", internal, ("create", "write", "read", "describe"))
-    acls += _pattern_acls(user, "group", groups, ("read", "describe"))
+    acls = pattern_acls(user, "topic", copies, operations)
+    acls += pattern_acls(user, "topic", internal, ("create", "write", "read", "describe"))
+    acls += pattern_acls(user, "group", groups, ("read", "describe"))
     return acls
 
 
 def _acls_source(user: str, topics: list[str], groups: list[str]) -> list[dict[str, str]]:
     """On the source cluster, for the mirror's user there: reads only (offset syncs and checkpoints are kept here), and
     the mirrored groups' offsets, which a failback (module kafka_mirror_group) commits there as that user."""
-    acls = _pattern_acls(user, "topic", topics, ("read", "describe", "describe_configs"))
-    return acls + _pattern_acls(user, "group", groups, ("describe", "read"))
+    acls = pattern_acls(user, "topic", topics, ("read", "describe", "describe_configs"))
+    return acls + pattern_acls(user, "group", groups, ("describe", "read"))
 
 
 # ---- moving a consumer group between the sites (module kafka_mirror_group) -------------------------------------------
