@@ -39,6 +39,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     get,
     host_address,
     is_port,
+    unknown_keys,
 )
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls, user_acl
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_mirror_plan import covered, mirror_plan
@@ -62,7 +63,11 @@ OTHER_PORTS = (
 
 
 def worker_acls(
-    user: str, group_id: str, internal_topics: Iterable[str], connectors: Iterable[Mapping[str, Any]]
+    user: str,
+    group_id: str,
+    internal_topics: Iterable[str],
+    connectors: Iterable[Mapping[str, Any]],
+    extra: Iterable[dict[str, str]] = (),
 ) -> list[dict[str, str]]:
     """What the workers' Kafka user may do, and no more: its group (join, sync), its three internal topics (read and
     write them, and check their cleanup policy at start), what each declared connector reads (its topics and its sink
@@ -76,6 +81,7 @@ def worker_acls(
             acls += pattern_acls(user, "topic", connector["reads"], ("read", "describe"))
             acls += [user_acl(user, "group", f"connect-{connector['name']}", op) for op in ("read", "describe")]
         acls += pattern_acls(user, "topic", connector["writes"], ("write", "describe"))
+    acls += extra
     unique: dict[tuple[str, ...], dict[str, str]] = {}
     for acl in acls:
         unique.setdefault(tuple(acl.values()), acl)
@@ -144,12 +150,7 @@ def _connectors(raw: Any, secret_files: Mapping[str, list[str]], problems: list[
             continue
         name = str(item.get("name") or "")
         where = f"{where} ({name or 'no name'})"
-        unknown = sorted(set(item) - CONNECTOR_KEYS)
-        if unknown:
-            problems.append(
-                f"{where}: unknown key(s) {', '.join(unknown)}; a connector knows {', '.join(sorted(CONNECTOR_KEYS))}. "
-                "Fix the spelling."
-            )
+        problems += unknown_keys(item, CONNECTOR_KEYS, where, "a connector")
         if not NAME.match(name):
             problems.append(f"{where}: name {name!r} must be letters, digits, '.', '_' or '-' (e.g. orders-sink).")
         elif name in seen:
@@ -381,10 +382,8 @@ def kafka_connect_model(
         for key, text in connector["config"].items():
             _check_secret(f"kafka_connect_mirrors ({connector['name']})", key, text, readable, problems)
     connectors += mirror["connectors"]
-    acls = worker_acls(user, group_id, topic_names.values(), connectors) if sasl else []
-    if sasl:
-        unique = {tuple(a.values()): a for a in [*acls, *(a | {"principal": f"User:{user}"} for a in mirror["acls"])]}
-        acls = list(unique.values())
+    mirror_acls = [a | {"principal": f"User:{user}"} for a in mirror["acls"]]
+    acls = worker_acls(user, group_id, topic_names.values(), connectors, mirror_acls) if sasl else []
 
     networks = list(settings.get("kafka_connect_client_networks") or [])
     client_groups = settings.get("kafka_connect_client_groups") or []

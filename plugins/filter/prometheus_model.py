@@ -59,6 +59,15 @@ def _address(hostvars: Mapping[str, Any], host: str) -> str:
     return str(host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
 
 
+# The settings that are whole numbers: (name, the least it may be, what it counts and an example).
+WHOLE_NUMBERS = (
+    ("prometheus_alert_lag_records", 0, "records (e.g. 1000)"),
+    ("prometheus_alert_mirror_latency_ms", 1, "milliseconds (e.g. 30000)"),
+    ("prometheus_alert_spark_stalled_reports", 1, "report intervals, at least 1 (e.g. 5)"),
+    ("prometheus_alert_certificate_days", 1, "days, at least 1 (e.g. 14)"),
+)
+
+
 def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
     problems = []
     for name in DURATIONS:
@@ -68,30 +77,10 @@ def _setting_problems(settings: Mapping[str, Any]) -> list[str]:
                 f"{name} is {value!r}: it must be a Prometheus duration such as 30s, 5m or 1h (a quoted string). "
                 f"Fix {name} in group_vars."
             )
-    lag = settings.get("prometheus_alert_lag_records")
-    if isinstance(lag, bool) or as_int(lag) is None or (as_int(lag) or 0) < 0:
-        problems.append(
-            f"prometheus_alert_lag_records is {lag!r}: it must be a whole number of records (e.g. 1000). "
-            "Fix prometheus_alert_lag_records in group_vars."
-        )
-    latency = settings.get("prometheus_alert_mirror_latency_ms")
-    if isinstance(latency, bool) or as_int(latency) is None or (as_int(latency) or 0) < 1:
-        problems.append(
-            f"prometheus_alert_mirror_latency_ms is {latency!r}: it must be a whole number of milliseconds (e.g. "
-            "30000). Fix prometheus_alert_mirror_latency_ms in group_vars."
-        )
-    reports = settings.get("prometheus_alert_spark_stalled_reports")
-    if isinstance(reports, bool) or as_int(reports) is None or (as_int(reports) or 0) < 1:
-        problems.append(
-            f"prometheus_alert_spark_stalled_reports is {reports!r}: it must be a whole number of report intervals, "
-            "at least 1 (e.g. 5). Fix prometheus_alert_spark_stalled_reports in group_vars."
-        )
-    days = settings.get("prometheus_alert_certificate_days")
-    if isinstance(days, bool) or as_int(days) is None or (as_int(days) or 0) < 1:
-        problems.append(
-            f"prometheus_alert_certificate_days is {days!r}: it must be a whole number of days, at least 1 (e.g. 14). "
-            "Fix prometheus_alert_certificate_days in group_vars."
-        )
+    for name, minimum, what in WHOLE_NUMBERS:
+        value = settings.get(name)
+        if isinstance(value, bool) or as_int(value) is None or (as_int(value) or 0) < minimum:
+            problems.append(f"{name} is {value!r}: it must be a whole number of {what}. Fix {name} in group_vars.")
     ratio = settings.get("prometheus_alert_disk_used_ratio")
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
         problems.append(

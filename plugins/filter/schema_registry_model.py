@@ -29,6 +29,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     host_address,
     is_port,
     machine,
+    unknown_keys,
 )
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import user_acl
 from ansible_collections.kafkalab.kafka.plugins.module_utils.schema_registry_plan import LEVELS, TYPES
@@ -99,12 +100,7 @@ def _subjects(raw: Any, schemas_dir: str, problems: list[str]) -> list[dict[str,
             continue
         name = str(item.get("name") or "")
         where = f"{where} ({name or 'no name'})"
-        unknown = sorted(set(item) - SUBJECT_KEYS)
-        if unknown:
-            problems.append(
-                f"{where}: unknown key(s) {', '.join(unknown)}; a subject knows {', '.join(sorted(SUBJECT_KEYS))}. "
-                "Fix the spelling."
-            )
+        problems += unknown_keys(item, SUBJECT_KEYS, where, "a subject")
         if not name or "/" in name:
             problems.append(f"{where}: name {name!r} must be a subject name without '/' (e.g. orders-value).")
         elif name in seen:

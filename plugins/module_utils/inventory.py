@@ -54,6 +54,15 @@ def as_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+def unknown_keys(item: Mapping[str, Any], known: set[str], where: str, who: str = "it") -> list[str]:
+    """The problem of a declared mapping (a connector, a mirror, a subject) with keys its kind does not know, as
+    `<where>: unknown key(s) ...; <who> knows ... Fix the spelling.`; [] when every key is known."""
+    unknown = sorted(set(item) - known)
+    if not unknown:
+        return []
+    return [f"{where}: unknown key(s) {', '.join(unknown)}; {who} knows {', '.join(sorted(known))}. Fix the spelling."]
+
+
 def is_port(value: Any) -> bool:
     """A TCP/UDP port number, 1..65535."""
     port = as_int(value)

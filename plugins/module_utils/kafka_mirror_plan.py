@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import unknown_keys
 from ansible_collections.kafkalab.kafka.plugins.module_utils.kafka_access_plan import pattern_acls
 
 POLICIES = {
@@ -130,12 +131,7 @@ def _clusters(raw: Any, local_alias: str, problems: list[str]) -> dict[str, dict
         if not isinstance(entry, Mapping):
             problems.append(f"{where} is {entry!r}: give bootstrap_servers, security_protocol and the login.")
             continue
-        unknown = sorted(set(entry) - CLUSTER_KEYS)
-        if unknown:
-            problems.append(
-                f"{where}: unknown key(s) {', '.join(unknown)}; it knows {', '.join(sorted(CLUSTER_KEYS))}. Fix the "
-                "spelling."
-            )
+        problems += unknown_keys(entry, CLUSTER_KEYS, where)
         protocol = str(entry.get("security_protocol") or "SASL_SSL")
         bootstrap, user, password = (str(entry.get(k) or "") for k in ("bootstrap_servers", "user", "password"))
         cluster: dict[str, Any] = {
@@ -212,12 +208,7 @@ def mirror_plan(
             continue
         alias = str(item.get("source") or "")
         where = f"{where} (from {alias or 'no source'})"
-        unknown = sorted(set(item) - MIRROR_KEYS)
-        if unknown:
-            problems.append(
-                f"{where}: unknown key(s) {', '.join(unknown)}; a mirror knows {', '.join(sorted(MIRROR_KEYS))}. Fix "
-                "the spelling."
-            )
+        problems += unknown_keys(item, MIRROR_KEYS, where, "a mirror")
         if alias not in known:
             problems.append(
                 f"{where}: source {alias!r} is not in kafka_connect_mirror_clusters (declared: "

@@ -361,3 +361,13 @@ def test_only_mirrormaker_connectors_may_run_without_a_task() -> None:
     assert may_run_taskless({"connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector"})
     assert may_run_taskless({"connector.class": "MirrorCheckpoint"})
     assert not may_run_taskless(SINK["config"])
+
+
+def test_an_unknown_key_is_named_with_every_key_its_kind_knows() -> None:
+    problems = kafka_connect_model(
+        HOSTVARS, GROUPS, KAFKA, SECURITY, settings(kafka_connect_connectors=[{**SINK, "tasks": 1}])
+    )["problems"]
+    assert (
+        "kafka_connect_connectors[0] (orders-sink): unknown key(s) tasks; a connector knows config, name, reads, "
+        "state, writes. Fix the spelling." in problems
+    ), problems
