@@ -109,19 +109,25 @@ def _grouped(found: Mapping[str, list[str]]) -> list[str]:
 
 
 def read(hostvars: Mapping[str, Any], host: str, name: str) -> Any:
-    """A host's value of one variable, MISSING when it is not set or cannot be templated here.
+    """A host's value of one variable as plain data (see _plain), MISSING when it is not set or cannot be
+    templated here.
 
     A value that refers to a role default (kafka_archive_local_path: "{{ kafka_artifact_cache }}/...") is
     undefined outside the role: Ansible hands back an Undefined marker, which is checked where it is used.
+    A list or mapping comes unrendered, its items rendering as they are read: walking it is templating it, so
+    an item that cannot be rendered here (through hostvars, which a host's own variables do not see) makes the
+    whole value MISSING too, instead of an error later that names no variable.
     """
     try:
         vars_of = hostvars[host]
         if name not in vars_of:
             return MISSING
         value = vars_of[name]
+        if isinstance(value, Undefined):
+            return MISSING
+        return _plain(value)
     except Exception:  # a value templating to an error is checked where it is used
         return MISSING
-    return MISSING if isinstance(value, Undefined) else value
 
 
 def _expected(option: Mapping[str, Any]) -> str:
@@ -147,7 +153,7 @@ def _type_error(name: str, value: Any, option: Mapping[str, Any]) -> str | None:
     if kind == "raw" and "choices" not in spec:
         return None
     try:
-        result = ArgumentSpecValidator({name: spec}).validate({name: _plain(value)})
+        result = ArgumentSpecValidator({name: spec}).validate({name: value})  # plain already: read() walked it
     except Exception as exc:  # a spec Ansible cannot read is reported, not raised
         return f" (cannot be checked: {exc})"
     return "" if result.error_messages else None

@@ -128,6 +128,7 @@ def managed_hosts() -> list[str]:
                 *hosts_in("spark"),
                 *hosts_in("monitoring"),
                 *hosts_in("schema_registry"),
+                *hosts_in("postgresql"),
                 *hosts_in("kafka_connect"),
             }
         )
@@ -146,6 +147,7 @@ def expected_rules(host: str) -> frozenset[tuple[str, str]]:
     every = sorted(
         {*hosts_in("kafka"), *hosts_in("zookeeper"), *hosts_in("spark"), *hosts_in("monitoring")}
         | set(hosts_in("schema_registry"))
+        | set(hosts_in("postgresql"))
         | set(hosts_in("kafka_connect"))
     )
     return frozenset(rule for mate in machine_mates(host, every) for rule in host_rules(mate))
@@ -275,6 +277,17 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
         rules |= {(f"{port}/tcp", src) for src in sources}
         # Its JMX exporter agent (the port in the worker's command line), when monitoring hosts scrape it.
         rules |= monitoring_rules(host, agent_port(host, "kafka-connect"))
+    if host in hosts_in("postgresql"):
+        # PostgreSQL: from each postgresql_clients entry's hosts (or groups' hosts) and networks, no other. Its port
+        # from the settings the role rendered.
+        v = host_variables(host)
+        conf = node(host).check_output("cat /etc/postgresql/*/main/conf.d/kafkalab.conf")
+        port = re.search(r"^port = (\d+)", conf, re.MULTILINE)[1]  # type: ignore[index]
+        for client in v.get("postgresql_clients", []):
+            named = client.get("from_hosts", [])
+            sources = [address(h) for g in named for h in (hosts_in(g) or [g])]
+            sources += listener_sources(host, client.get("from_networks", []))
+            rules |= {(f"{port}/tcp", src) for src in sources}
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_in("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
-from inventory_hosts import ROOT, ca_dir, group, inventory_listing, node, one_per_machine, runner
+from inventory_hosts import ROOT, ca_dir, group, hosts_in, inventory_listing, node, one_per_machine, runner
 
 from kafkalab.ansible_driver import group_hosts
 
@@ -67,14 +67,19 @@ def _host_secrets(host: Any) -> dict[str, set[str]]:
 
 
 def _scram_passwords() -> dict[str, set[str]]:
-    """The SCRAM passwords the inventory writes out (one it templates, like the lab's, is in _controller_secrets)."""
-    kafka = group("kafka")
-    users = (runner().get_variables(kafka[0]).get("kafka_users") or []) if kafka else []
-    return {
-        f"kafka_users:{u['name']}": {str(u["password"])}
-        for u in users
-        if u.get("password") and "{{" not in str(u["password"])
-    }
+    """The SCRAM passwords the inventory writes out, Kafka's and PostgreSQL's (one it templates, like the lab's, is in
+    _controller_secrets)."""
+    found = {}
+    for variable, hosts in (("kafka_users", group("kafka")), ("postgresql_users", hosts_in("postgresql"))):
+        users = (runner().get_variables(hosts[0]).get(variable) or []) if hosts else []
+        found.update(
+            {
+                f"{variable}:{u['name']}": {str(u["password"])}
+                for u in users
+                if u.get("password") and "{{" not in str(u["password"])
+            }
+        )
+    return found
 
 
 def _controller_secrets() -> dict[str, set[str]]:

@@ -15,9 +15,15 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from ansible.vars.hostvars import HostVars as HostVarsOfAnsible
+from ansible.vars.manager import VariableManager
 from ansible_collections.kafkalab.kafka.plugins.filter.firewall_plan import firewall_plan
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_cluster import kafka_cluster_model
 from ansible_collections.kafkalab.kafka.plugins.filter.kafka_sasl import kafka_sasl_settings
+from ansible_collections.kafkalab.kafka.plugins.filter.preflight import inventory_variable_problems
 from ansible_collections.kafkalab.kafka.plugins.filter.prometheus_model import prometheus_model
 from ansible_collections.kafkalab.kafka.plugins.filter.spark_consumer_sizing import spark_consumer_sizing
 from ansible_collections.kafkalab.kafka.plugins.filter.spark_model import spark_cluster_model
@@ -1201,3 +1207,37 @@ def test_spark_rpc_is_encrypted_exactly_when_the_cluster_authenticates(on: bool)
         }
     else:
         assert rpc == {"spark.authenticate": "false"}
+
+
+def test_a_value_that_templates_through_hostvars_is_left_to_its_role_and_the_other_variables_are_still_checked(
+    tmp_path: Path,
+) -> None:
+    """In the preflight's task, Ansible hands the filter each list or mapping unrendered (its items render when
+    read) and hostvars is undefined where a host's own variables render: such a value cannot be checked there.
+    It must be skipped (the role that reads it renders it in a task), not stop the whole check with an error
+    that names no variable. Built by Ansible itself from an inventory on disk, called from a template as the
+    preflight's task calls it."""
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n"
+        "  children:\n"
+        "    kafka: {hosts: {kafka1: {kafka_num_partitions: many}}}\n"
+        "    postgresql: {hosts: {pg1: {firewall_address: 192.0.2.50}}}\n"
+    )
+    (tmp_path / "group_vars" / "all.yml").write_text(
+        "firewall_client_networks: [\"{{ hostvars[groups['postgresql'][0]]['firewall_address'] }}/32\"]\n"
+    )
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[str(tmp_path / "hosts.yml")])
+    hostvars = HostVarsOfAnsible(
+        inventory=inventory, variable_manager=VariableManager(loader, inventory), loader=loader
+    )
+    groups = {"all": ["kafka1", "pg1"], "kafka": ["kafka1"], "postgresql": ["pg1"]}
+
+    def check(hv: Any) -> list[str]:
+        return inventory_variable_problems(hv, groups["all"], groups)
+
+    templar = Templar(loader=loader, variables={"hostvars": hostvars, "check": check})
+    assert templar.template(trust_as_template("{{ check(hostvars) }}")) == [
+        "kafka1: kafka_num_partitions is 'many', but the kafka role needs an integer (roles/kafka/meta/argument_specs.yml). Fix kafka_num_partitions in the inventory.",
+    ]

@@ -7,6 +7,7 @@ downstream reader sees them. Prints JSON.
     python -m kafkalab_spark.audit --config /etc/spark-consumer/job.toml                # totals
     python -m kafkalab_spark.audit --config ... --run RUN_ID --records                  # one e2e run's rows
     python -m kafkalab_spark.audit --config ... --tail 5                                # the latest rows
+    python -m kafkalab_spark.audit --config ... --topic events [--records]              # a JSON topic's archived rows
     python -m kafkalab_spark.audit --config ... --avro-topic orders [--records]         # an Avro topic's archive
 """
 
@@ -74,6 +75,38 @@ def run_rows(records: DataFrame, run_id: str) -> DataFrame:
     return records.where(F.col("fields")["run"] == F.lit(run_id)).select(
         "topic", "partition", "offset", "key", F.col("fields")["seq"].cast("long").alias("seq")
     )
+
+
+def topic_rows(records: DataFrame, topic: str) -> DataFrame:
+    """The archived rows of one topic: partition, offset, key, value (the text) and processed_at_ms, when the
+    job processed the row in milliseconds since the epoch (floored: processed_at keeps microseconds)."""
+    return records.where(F.col("topic") == F.lit(topic)).select(
+        "partition",
+        "offset",
+        "key",
+        "value",
+        F.floor(F.unix_micros("processed_at") / 1000).cast("long").alias("processed_at_ms"),
+    )
+
+
+def topic_audit(spark: SparkSession, cfg: job_config.JobConfig, topic: str, with_records: bool) -> dict[str, Any]:
+    """One topic's rows in the main archive: rows, distinct positions and, with_records, each row
+    [partition, offset, key, value, processed_at_ms] in (partition, offset) order."""
+    records = _read(spark, cfg.output_path)
+    report: dict[str, Any] = {"topic": topic, "rows": 0, "distinct_positions": 0}
+    if with_records:
+        report["records"] = []
+    if records is None:
+        return report
+    rows = topic_rows(records, topic)
+    report["rows"] = rows.count()
+    report["distinct_positions"] = rows.select("partition", "offset").distinct().count()
+    if with_records:
+        report["records"] = [
+            [r["partition"], r["offset"], r["key"], r["value"], r["processed_at_ms"]]
+            for r in rows.orderBy("partition", "offset").collect()
+        ]
+    return report
 
 
 def audit(
@@ -163,7 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--run", help="a kafkalab.e2e run id: count (and with --records list) its rows")
     parser.add_argument(
-        "--records", action="store_true", help="list the run's rows [topic, partition, offset, key, seq]"
+        "--records",
+        action="store_true",
+        help="list the rows of --run, --avro-topic or --topic (for --run: [topic, partition, offset, key, seq])",
     )
     parser.add_argument("--tail", type=int, default=0, help="also show the N latest rows")
     parser.add_argument("--quarantine-key", action="append", default=[], help="the quarantine reason of this key")
@@ -171,6 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check-metrics", action="store_true", help="each window of the windowed counts against the archive"
     )
     parser.add_argument("--avro-topic", help="this Avro topic's archive (with --records: its rows) and quarantine")
+    parser.add_argument(
+        "--topic",
+        help="this JSON topic's rows in the main archive (with --records: [partition, offset, key, value, "
+        "processed_at_ms])",
+    )
     args = parser.parse_args(argv)
     cfg = job_config.load(args.config)
     spark = local_session()
@@ -178,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.avro_topic:
             report = avro_audit(spark, cfg, args.avro_topic, args.records)
+        elif args.topic:
+            report = topic_audit(spark, cfg, args.topic, args.records)
         else:
             report = audit(spark, cfg, args.run, args.records, args.tail, args.quarantine_key, args.check_metrics)
         json.dump(report, sys.stdout)
