@@ -26,13 +26,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils import inventory
-from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import get
+from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import get, normalise_network
 
-NETWORK_CLASSES = {
-    "admin": "firewall_admin_networks",
-    "clients": "firewall_client_networks",
-    "monitoring": "firewall_monitoring_networks",
-}
+# The network classes a service may name, and the variable that lists each (module_utils/inventory, shared with the
+# other models that take network classes).
+NETWORK_CLASSES = inventory.NETWORK_CLASSES
 PROTOCOLS = ("tcp", "udp")
 # Where the source address of a host's packets comes from, first match wins (then the inventory name).
 FIREWALL_ADDRESS = inventory.FIREWALL_ADDRESS
@@ -64,28 +62,6 @@ def host_address(hostvars: Mapping[str, Any], host: str, resolve: Callable[[str]
     if get(hostvars, host, "firewall_address"):
         return _ip(address)
     return _ip(address) or resolve(address)
-
-
-def normalise_network(text: Any) -> tuple[str | None, str | None]:
-    """(network as ufw writes it, None) or (None, why it is not a network).
-
-    A single address is written without /32 (or /128), as ufw itself shows it.
-    """
-    raw = str(text).strip()
-    try:
-        net = ipaddress.ip_network(raw, strict=True)
-    except ValueError as exc:
-        try:
-            loose = ipaddress.ip_network(raw, strict=False)
-        except ValueError:
-            return None, f"'{raw}' is not a network (CIDR such as 192.0.2.0/24, or one address): {exc}"
-        return None, (
-            f"'{raw}' has host bits set: write {loose} for the network, or "
-            f"{raw.split('/', 1)[0]}/{loose.max_prefixlen} for the one address"
-        )
-    if net.prefixlen == net.max_prefixlen:
-        return str(net.network_address), None
-    return str(net), None
 
 
 def _networks(value: Any, where: str, problems: list[str]) -> list[str]:

@@ -25,10 +25,12 @@ from typing import Any
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     FIREWALL_ADDRESS,
+    NETWORK_CLASSES,
     get,
     host_address,
     is_ip,
     is_port,
+    normalise_network,
     unknown_keys,
 )
 
@@ -40,8 +42,6 @@ RESERVED_USERS = {"postgres", "public", "pg_monitor"}
 USER_KEYS = {"name", "password", "replication"}
 DATABASE_KEYS = {"name", "owner", "publication", "readers"}
 CLIENT_KEYS = {"user", "database", "from_hosts", "from_networks"}
-# Network classes and the firewall variable that lists each (firewall_<name>_networks).
-NETWORK_CLASSES = {"clients": "client", "admin": "admin", "monitoring": "monitoring"}
 # max_slot_wal_keep_size: a size PostgreSQL reads (a number and a unit), or -1 (unbounded, refused: a slot whose
 # consumer is gone would keep WAL until the disk is full).
 SIZE = re.compile(r"^[0-9]+\s*(kB|MB|GB|TB)$")
@@ -177,27 +177,22 @@ def _sources(
     for entry in item.get("from_networks") or []:
         entry = str(entry)
         if entry in NETWORK_CLASSES:
-            listed = get(hostvars, server, f"firewall_{NETWORK_CLASSES[entry]}_networks", [])
+            # The class's networks as the firewall reads them (a malformed one is the firewall plan's to refuse).
+            listed = [normalise_network(n)[0] for n in get(hostvars, server, NETWORK_CLASSES[entry], [])]
             networks.append(entry)
-            cidrs += [str(ipaddress.ip_network(str(n), strict=False)) for n in listed if _network(n)]
+            cidrs += [str(ipaddress.ip_network(n)) for n in listed if n]
             continue
-        if not _network(entry):
+        network, why = normalise_network(entry)
+        if network is None:
             problems.append(
                 f"{where}: from_networks entry {entry!r} is neither a network class ({', '.join(NETWORK_CLASSES)}) nor "
-                "a network in CIDR form (e.g. 10.0.0.0/24). Fix it."
+                f"a network: {why}. Fix it."
             )
             continue
         networks.append(entry)
-        cidrs.append(str(ipaddress.ip_network(entry, strict=False)))
+        # pg_hba.conf wants a mask even for one address.
+        cidrs.append(str(ipaddress.ip_network(network)))
     return hosts, networks, list(dict.fromkeys(cidrs))
-
-
-def _network(value: Any) -> bool:
-    try:
-        ipaddress.ip_network(str(value), strict=False)
-    except ValueError:
-        return False
-    return True
 
 
 def postgresql_model(
@@ -251,6 +246,9 @@ def postgresql_model(
     users, user_names = _users(settings.get("postgresql_users"), problems)
     databases = _databases(settings.get("postgresql_databases"), user_names, problems)
     database_names = {d["name"] for d in databases}
+    by_port: dict[int, list[str]] = {}
+    for host, server in model["servers"].items():
+        by_port.setdefault(server["port"], []).append(host)
     hba: list[dict[str, str]] = []
     services: list[dict[str, Any]] = []
     what = "clients (user, database, from_hosts, from_networks)"
@@ -269,34 +267,28 @@ def postgresql_model(
             problems.append(
                 f"{where}: database {database!r} is not one postgresql_databases declares. Declare it, or fix it."
             )
-        for key in ("from_hosts", "from_networks"):
-            if not isinstance(item.get(key) or [], list):
-                problems.append(f"{where}: {key} must be a list, not {item.get(key)!r}.")
-                break
-        else:
-            from_hosts, from_networks, cidrs = _sources(item, where, hostvars, groups, hosts[0], problems)
-            if not cidrs:
-                problems.append(
-                    f"{where}: no host or network may log in as it (from_hosts and from_networks give no address). "
-                    "Name the client's hosts or groups in from_hosts."
-                )
-            hba += [{"database": database, "user": user, "address": cidr} for cidr in cidrs]
-            services.append(
-                {
-                    "name": f"postgresql {user}@{database}",
-                    "hosts": hosts,
-                    "port": "",  # set per port below
-                    "from_hosts": from_hosts,
-                    "from_networks": from_networks,
-                }
+        not_lists = [key for key in ("from_hosts", "from_networks") if not isinstance(item.get(key) or [], list)]
+        if not_lists:
+            problems.append(f"{where}: {not_lists[0]} must be a list, not {item.get(not_lists[0])!r}.")
+            continue
+        from_hosts, from_networks, cidrs = _sources(item, where, hostvars, groups, hosts[0], problems)
+        if not cidrs:
+            problems.append(
+                f"{where}: no host or network may log in as it (from_hosts and from_networks give no address). "
+                "Name the client's hosts or groups in from_hosts."
             )
-    by_port: dict[int, list[str]] = {}
-    for host, server in model["servers"].items():
-        by_port.setdefault(server["port"], []).append(host)
-    model["firewall_services"] = [
-        {**service, "hosts": members, "port": port} for service in services for port, members in sorted(by_port.items())
-    ]
-    model.update({"users": users, "databases": databases, "hba": hba})
+        hba += [{"database": database, "user": user, "address": cidr} for cidr in cidrs]
+        services += [
+            {
+                "name": f"postgresql {user}@{database}",
+                "hosts": members,
+                "port": port,
+                "from_hosts": from_hosts,
+                "from_networks": from_networks,
+            }
+            for port, members in sorted(by_port.items())
+        ]
+    model.update({"users": users, "databases": databases, "hba": hba, "firewall_services": services})
     return model
 
 

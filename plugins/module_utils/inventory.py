@@ -54,6 +54,36 @@ def as_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+# The classes of networks an inventory names instead of CIDRs (the firewall role's), and the variable listing each.
+NETWORK_CLASSES = {
+    "admin": "firewall_admin_networks",
+    "clients": "firewall_client_networks",
+    "monitoring": "firewall_monitoring_networks",
+}
+
+
+def normalise_network(text: Any) -> tuple[str | None, str | None]:
+    """(network as ufw writes it, None) or (None, why it is not a network).
+
+    A single address is written without /32 (or /128), as ufw itself shows it.
+    """
+    raw = str(text).strip()
+    try:
+        net = ipaddress.ip_network(raw, strict=True)
+    except ValueError as exc:
+        try:
+            loose = ipaddress.ip_network(raw, strict=False)
+        except ValueError:
+            return None, f"'{raw}' is not a network (CIDR such as 192.0.2.0/24, or one address): {exc}"
+        return None, (
+            f"'{raw}' has host bits set: write {loose} for the network, or "
+            f"{raw.split('/', 1)[0]}/{loose.max_prefixlen} for the one address"
+        )
+    if net.prefixlen == net.max_prefixlen:
+        return str(net.network_address), None
+    return str(net), None
+
+
 def unknown_keys(item: Mapping[str, Any], known: set[str], where: str, who: str = "it") -> list[str]:
     """The problem of a declared mapping (a connector, a mirror, a subject) with keys its kind does not know, as
     `<where>: unknown key(s) ...; <who> knows ... Fix the spelling.`; [] when every key is known."""

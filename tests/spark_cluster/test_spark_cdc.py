@@ -22,6 +22,7 @@ import uuid
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
 from inventory_hosts import host_variables, hosts_in, node
 
 from .conftest import SparkNode
@@ -58,7 +59,7 @@ def connector_config(worker: str) -> dict[str, str]:
     settings = host_variables(worker)
     user = settings.get("kafka_connect_rest_user", "admin")
     (entry,) = [u for u in settings["kafka_connect_rest_users"] if u["name"] == user]
-    listener = node(worker).check_output("sed -n 's/^listeners=//p' /etc/kafka-connect/worker.properties")
+    listener = parse_properties(node(worker).file("/etc/kafka-connect/worker.properties").content_string)["listeners"]
     context = ssl.create_default_context(cadata=node(worker).file("/etc/kafka-connect/tls/ca.pem").content_string)
     auth = base64.b64encode(f"{user}:{entry['password']}".encode()).decode()
     request = urllib.request.Request(
@@ -153,12 +154,11 @@ def test_changes_are_archived_once_each_in_commit_order_per_key(spark_node: Spar
         "ALTER TABLE customers REPLICA IDENTITY FULL;\nTRUNCATE customers;\n" + sql,
     )
 
-    events = wait_for(
-        f"the {changes} changes of run {run} in the archive",
-        lambda: (lambda found: found if len(found) >= changes else None)(archived(spark_node, run)),
-        timeout=300,
-        interval=10,
-    )
+    def all_archived() -> list[dict[str, Any]] | None:
+        found = archived(spark_node, run)
+        return found if len(found) >= changes else None
+
+    events = wait_for(f"the {changes} changes of run {run} in the archive", all_archived, timeout=300, interval=10)
     assert len(events) == changes, f"{len(events)} events archived for {changes} changes (duplicates)"
     assert len({e["position"] for e in events}) == changes
     per_key: dict[int, list[dict[str, Any]]] = {}

@@ -177,6 +177,13 @@ def test_the_operators_own_ca_needs_no_project_ca() -> None:
             id="bad-network",
         ),
         pytest.param(
+            {"postgresql_clients": [{"user": "debezium", "database": "shop", "from_networks": ["10.0.0.5/24"]}]},
+            "postgresql_clients[0] (debezium@shop): from_networks entry '10.0.0.5/24' is neither a network class "
+            "(admin, clients, monitoring) nor a network: '10.0.0.5/24' has host bits set: write 10.0.0.0/24 for the "
+            "network, or 10.0.0.5/32 for the one address. Fix it.",
+            id="host-bits-set",
+        ),
+        pytest.param(
             {"postgresql_clients": [{"user": "debezium", "database": "shop"}]},
             "postgresql_clients[0] (debezium@shop): no host or network may log in as it",
             id="no-source",
