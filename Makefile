@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_INVENTORY := inventories/lab
+# The lab's second site (MirrorMaker 2's target), its own inventory; none for another LAB_INVENTORY unless named.
+LAB_DR_INVENTORY := $(if $(filter inventories/lab,$(LAB_INVENTORY)),inventories/lab-dr)
 # The Debian release of the lab's and molecule's hosts (images/releases.yml, whose first entry is the
 # default): bookworm (Debian 12) or trixie (Debian 13), e.g. `make lab LAB_RELEASE=trixie`. Each release
 # has its own image.
@@ -94,13 +96,16 @@ images: engine  ## the base image of every release the molecule scenarios run (a
 
 lab-up: image  ## start the lab hosts (systemd containers) named in the lab inventory
 	$(BIN)/python -m kafkalab.lab up --inventory $(LAB_INVENTORY)
+	$(if $(LAB_DR_INVENTORY),$(BIN)/python -m kafkalab.lab up --inventory $(LAB_DR_INVENTORY))
 
-lab-converge: venv artifacts  ## run playbooks/site.yml against the lab
+lab-converge: venv artifacts  ## run playbooks/site.yml against the lab, then against its DR site
 	$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+	$(if $(LAB_DR_INVENTORY),$(BIN)/ansible-playbook -i $(LAB_DR_INVENTORY) playbooks/site.yml)
 
 verify: venv  ## the verification suite against the lab (or KAFKALAB_INVENTORY=...), failover cases aside
 	$(BIN)/python -m kafkalab.lab tools
-	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
+	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(if $(KAFKALAB_INVENTORY),,KAFKALAB_DR_INVENTORY=$(LAB_DR_INVENTORY)) \
+	  $(BIN)/pytest -p no:cacheprovider tests/cluster -v -m "not failover"
 
 journeys: venv  ## the day-2 journeys (tests/journeys) against the lab (or KAFKALAB_INVENTORY=...): the lifecycle under load, refused runs, a firewall edited by hand; molecule default runs them in make test
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/journeys -v
@@ -108,7 +113,7 @@ journeys: venv  ## the day-2 journeys (tests/journeys) against the lab (or KAFKA
 failover: venv  ## failover cases against the lab: kill/stop/pause/isolate brokers, count lost and duplicated
 	KAFKALAB_INVENTORY=$${KAFKALAB_INVENTORY:-$(LAB_INVENTORY)} $(BIN)/pytest -p no:cacheprovider tests/cluster -v -s -m failover
 
-lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes + 2 Spark hosts), provision, verify, show the Spark job consuming
+lab: lab-up lab-converge verify  ## bring up the lab (3 Kafka nodes, 2 Spark hosts with PostgreSQL and Connect, Prometheus, a DR site), provision, verify, show the Spark job consuming
 	@$(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/summary.yml > .cache/lab/summary.log \
 	  || { cat .cache/lab/summary.log; exit 1; }
 	@cat .cache/lab/summary.txt
@@ -147,8 +152,9 @@ bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~10 min: converge (co
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)
+	$(if $(LAB_DR_INVENTORY),$(BIN)/python -m kafkalab.lab status --inventory $(LAB_DR_INVENTORY))
 
-lab-destroy: venv  ## remove the lab hosts and network (keeps the image and artifact caches)
+lab-destroy: venv  ## remove the lab hosts (its DR site's included) and network (keeps the image and artifact caches)
 	$(BIN)/python -m kafkalab.lab down --inventory $(LAB_INVENTORY)
 
 lint: venv  ## yamllint, ansible-lint (production profile), ruff, mypy

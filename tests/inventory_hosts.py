@@ -7,6 +7,7 @@ group is an error, never a silently skipped test. pyproject.toml's pytest python
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +96,24 @@ def hosts_in(name: str) -> list[str]:
 def host_variables(name: str) -> dict[str, Any]:
     """The host's variables as Ansible resolves them from the inventory, read once per host and run."""
     return dict(runner().get_variables(name))
+
+
+def templated_variable(host: str, name: str) -> Any:
+    """A host variable as a play sees it, its templates and lookups resolved: the lab makes its passwords with a
+    lookup on the first run and reads them back from inventories/lab/.secrets after. A plain value is returned as
+    it is; a templated one goes through ansible's debug action, which runs on the controller only (captured, not
+    printed)."""
+    value = host_variables(host)[name]
+    if "{{" not in json.dumps(value):
+        return value
+    return runner().run_module(host, "ansible.builtin.debug", f"var={name}")[name]
+
+
+def connect_rest_login(worker: str) -> tuple[str, str]:
+    """The Connect REST API's login the playbooks use (kafka_connect_rest_user among kafka_connect_rest_users)."""
+    user = host_variables(worker).get("kafka_connect_rest_user", "admin")
+    (entry,) = [u for u in templated_variable(worker, "kafka_connect_rest_users") if u["name"] == user]
+    return user, entry["password"]
 
 
 def node(name: str) -> Any:

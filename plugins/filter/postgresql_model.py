@@ -2,7 +2,8 @@
 publications they keep, who may log in from where (pg_hba.conf and ufw alike), and every problem in those settings.
 Built once on the controller (roles/postgresql/tasks/preflight.yml) from the inventory and the Kafka role's models.
 
-    {"servers": {host: {"address": ip, "port": 5432, "names": [SANs]}},
+    {"servers": {host: {"address": ip, "port": 5432, "names": [SANs],
+                        "metrics_port": 9187 | None (no monitoring hosts: no exporter)}},
      "tls": true, "ca_dir": the project CA's directory on the controller ("" without one),
      "users": [{"name", "replication": bool}],            # passwords stay in the variable, never in the model
      "databases": [{"name", "owner", "publication": "" | name, "readers": [users]}],
@@ -37,8 +38,9 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
 # An unquoted SQL identifier the role may use as is (lower case, as PostgreSQL folds them), and no longer than
 # NAMEDATALEN - 1.
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-# Roles PostgreSQL or Debian's package own.
+# Roles PostgreSQL or Debian's package own, and the exporter's login (a role without a password, peer login only).
 RESERVED_USERS = {"postgres", "public", "pg_monitor"}
+EXPORTER_USER = "prometheus"
 USER_KEYS = {"name", "password", "replication"}
 DATABASE_KEYS = {"name", "owner", "publication", "readers"}
 CLIENT_KEYS = {"user", "database", "from_hosts", "from_networks"}
@@ -75,6 +77,12 @@ def _users(raw: Any, problems: list[str]) -> tuple[list[dict[str, Any]], set[str
             continue
         if name in RESERVED_USERS:
             problems.append(f"{where}: {name} is PostgreSQL's own role; the role never manages it. Pick another name.")
+            continue
+        if name == EXPORTER_USER:
+            problems.append(
+                f"{where}: {name} is the metrics exporter's login (no password, local peer login only). Pick another "
+                "name."
+            )
             continue
         if name in names:
             problems.append(f"{where}: user {name} is declared twice. Declare each user once.")
@@ -241,7 +249,23 @@ def postgresql_model(
             continue
         address = host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True)
         names = list(dict.fromkeys([host, str(address)]))
-        model["servers"][host] = {"address": str(address), "port": int(str(port)), "names": names}
+        # The exporter (Debian's prometheus-postgres-exporter) runs where Prometheus would scrape it.
+        metrics = None
+        if groups.get("monitoring"):
+            raw = get(hostvars, host, "postgresql_metrics_port", settings.get("postgresql_metrics_port", 9187))
+            if not is_port(raw) or int(str(raw)) == int(str(port)):
+                problems.append(
+                    f"{host}: postgresql_metrics_port is {raw!r}: it must be a TCP port (1-65535) other than "
+                    f"postgresql_port ({port}). Fix it."
+                )
+            else:
+                metrics = int(str(raw))
+        model["servers"][host] = {
+            "address": str(address),
+            "port": int(str(port)),
+            "names": names,
+            "metrics_port": metrics,
+        }
 
     users, user_names = _users(settings.get("postgresql_users"), problems)
     databases = _databases(settings.get("postgresql_databases"), user_names, problems)
@@ -288,6 +312,21 @@ def postgresql_model(
             }
             for port, members in sorted(by_port.items())
         ]
+    # The exporter: Prometheus's hosts and the monitoring networks.
+    by_metrics: dict[int, list[str]] = {}
+    for host, server in model["servers"].items():
+        if server["metrics_port"]:
+            by_metrics.setdefault(server["metrics_port"], []).append(host)
+    services += [
+        {
+            "name": "postgresql metrics",
+            "hosts": members,
+            "port": port,
+            "from_hosts": sorted(groups.get("monitoring") or []),
+            "from_networks": ["monitoring"],
+        }
+        for port, members in sorted(by_metrics.items())
+    ]
     model.update({"users": users, "databases": databases, "hba": hba, "firewall_services": services})
     return model
 

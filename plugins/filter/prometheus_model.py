@@ -3,7 +3,7 @@ monitoring settings. Built once on the controller (tasks/preflight.yml) from the
 
     {"servers": [monitoring hosts],
      "jobs": [{"name": "kafka" | "zookeeper" | "node" | "spark_master" | "spark_worker" | "spark_driver" |
-                       "spark_job" | "schema_registry" | "kafka_lag" | "prometheus",
+                       "spark_job" | "schema_registry" | "kafka_connect" | "postgresql" | "kafka_lag" | "prometheus",
                "metrics_path": "/metrics" unless the exporter serves elsewhere (Spark's servlets),
                "scheme": "https" where the target serves TLS (the schema registry's API port), else absent (http),
                "ca": {"source": the CA bundle on the controller, "path": its copy on the monitoring hosts} with https,
@@ -51,6 +51,7 @@ DURATIONS = (
     "prometheus_alert_registration_window",
     "prometheus_alert_connect_failed_for",
     "prometheus_alert_mirror_latency_for",
+    "prometheus_alert_slot_for",
 )
 
 
@@ -63,6 +64,7 @@ def _address(hostvars: Mapping[str, Any], host: str) -> str:
 WHOLE_NUMBERS = (
     ("prometheus_alert_lag_records", 0, "records (e.g. 1000)"),
     ("prometheus_alert_mirror_latency_ms", 1, "milliseconds (e.g. 30000)"),
+    ("prometheus_alert_slot_retained_bytes", 1, "bytes (e.g. 4294967296)"),
     ("prometheus_alert_spark_stalled_reports", 1, "report intervals, at least 1 (e.g. 5)"),
     ("prometheus_alert_certificate_days", 1, "days, at least 1 (e.g. 14)"),
 )
@@ -148,6 +150,7 @@ def prometheus_model(
     spark: Mapping[str, Any] | None = None,
     registry: Mapping[str, Any] | None = None,
     connect: Mapping[str, Any] | None = None,
+    postgresql: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """settings: the prometheus role's variables (port, lag exporter port, durations, thresholds, group names,
     registry_ca_file: where the monitoring hosts keep the registry's CA) and the node exporter's defaults
@@ -156,7 +159,9 @@ def prometheus_model(
     (either empty without Spark hosts).
     registry: the schema_registry role's schema_registry_cluster ({} or no instances without registry hosts).
     connect: the kafka_connect role's kafka_connect_cluster ({} or no workers without Connect hosts); its workers'
-    JMX exporter ports are its own, and opened by it (its firewall services)."""
+    JMX exporter ports are its own, and opened by it (its firewall services).
+    postgresql: the postgresql role's postgresql_cluster ({} or no servers without PostgreSQL hosts); its servers'
+    exporter ports are its own, and opened by it."""
     problems = _setting_problems(settings)
     monitoring_group = str(settings.get("group") or "monitoring")
     servers = list(groups.get(monitoring_group) or [])
@@ -164,7 +169,7 @@ def prometheus_model(
     cluster = list(
         dict.fromkeys(
             h
-            for g in ("kafka", "zookeeper", "spark", monitoring_group, "schema_registry", "kafka_connect")
+            for g in ("kafka", "zookeeper", "spark", monitoring_group, "schema_registry", "kafka_connect", "postgresql")
             for h in groups.get(g) or []
         )
     )
@@ -233,6 +238,11 @@ def prometheus_model(
     own_ports += [
         (machine(hostvars, h), h, int(w["metrics_port"]), f"kafka_connect_metrics_port of {h}")
         for h, w in connect_workers.items()
+    ]
+    pg_servers = {h: s for h, s in ((postgresql or {}).get("servers") or {}).items() if s.get("metrics_port")}
+    own_ports += [
+        (machine(hostvars, h), h, int(s["metrics_port"]), f"postgresql_metrics_port of {h}")
+        for h, s in pg_servers.items()
     ]
     own_ports += [
         (
@@ -332,6 +342,14 @@ def prometheus_model(
             "targets": [
                 {"address": f"{w['address']}:{w['metrics_port']}", "labels": {"node": h}}
                 for h, w in connect_workers.items()
+            ],
+        }
+    )
+    jobs.append(
+        {
+            "name": "postgresql",
+            "targets": [
+                {"address": f"{s['address']}:{s['metrics_port']}", "labels": {"node": h}} for h, s in pg_servers.items()
             ],
         }
     )

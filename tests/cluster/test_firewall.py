@@ -288,6 +288,8 @@ def host_rules(host: str) -> frozenset[tuple[str, str]]:
             sources = [address(h) for g in named for h in (hosts_in(g) or [g])]
             sources += listener_sources(host, client.get("from_networks", []))
             rules |= {(f"{port}/tcp", src) for src in sources}
+        # Its exporter (Debian's prometheus-postgres-exporter), when monitoring hosts scrape it.
+        rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-postgres-exporter"))
     rules |= monitoring_rules(host, listen_port(host, "/etc/default/prometheus-node-exporter"))
     if host in hosts_in("monitoring"):
         port = listen_port(host, "/etc/default/prometheus")

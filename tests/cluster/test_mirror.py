@@ -1,7 +1,7 @@
-"""MirrorMaker 2 to a second site, live: the DR site of molecule default (molecule/default/inventory-dr: one combined
-KRaft node dr1 with its own CA, users and firewall, and a Connect worker running MirrorMaker 2 from this cluster as
-connectors, kafka_connect_mirrors) converged by playbooks/site.yml, then, while a producer writes to mirrored.orders
-on the primary with acks=all:
+"""MirrorMaker 2 to a second site, live: a DR site (one combined KRaft node with its own CA, users and firewall, and a
+Connect worker running MirrorMaker 2 from this cluster as connectors, kafka_connect_mirrors; molecule default's
+molecule/default/inventory-dr, or the lab's inventories/lab-dr, which KAFKALAB_DR_INVENTORY names) converged by
+playbooks/site.yml, then, while a producer writes to mirrored.orders on the primary with acks=all:
 
 - every acknowledged record is copied to primary.mirrored.orders on the DR site (0 lost; duplicates counted), with
   the topic's own settings; the time from ack to the copy being readable on the DR site is measured (p50, p99);
@@ -10,7 +10,8 @@ on the primary with acks=all:
 - the group, stopped again on the DR site, is failed back (playbooks/mirror_failback.yml): it resumes on the primary
   with nothing skipped of what it had not read.
 
-Runs where the inventory has the DR machine (molecule default); elsewhere it is skipped and says why.
+Runs where the inventory has the DR machine (molecule default) or KAFKALAB_DR_INVENTORY names a DR site (`make verify`
+on the lab); elsewhere it is skipped and says why.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +41,12 @@ from kafka.errors import TopicAlreadyExistsError
 from prometheus_api import wait_until
 
 from kafkalab import kafka_client
+from kafkalab.ansible_driver import group_hosts, list_inventory
 
-DR = "dr1"
-DR_INVENTORY = ROOT / "molecule" / "default" / "inventory-dr"
-DR_BOOTSTRAP = "10.231.1.80:9092"
+# The DR site's inventory: the one KAFKALAB_DR_INVENTORY names (the lab's), else molecule default's, whose DR machine
+# is a platform of the scenario.
+NAMED_DR = os.environ.get("KAFKALAB_DR_INVENTORY", "")
+DR_INVENTORY = ROOT / NAMED_DR if NAMED_DR else ROOT / "molecule" / "default" / "inventory-dr"
 # Names of this run's own (the mirror covers mirrored.* and mirrored-*): a second run on the same sites starts clean.
 RUN = uuid.uuid4().hex[:6]
 TOPIC = f"mirrored.orders-{RUN}"
@@ -51,17 +55,43 @@ GROUP = f"mirrored-app-{RUN}"
 RETENTION = "604800123"  # an unusual value, to see the copy take the topic's own settings
 
 pytestmark = pytest.mark.skipif(
-    DR not in inventory_listing().get("_meta", {}).get("hostvars", {}),
-    reason=f"the inventory has no DR machine ({DR}; molecule default has one)",
+    not NAMED_DR and "dr1" not in inventory_listing().get("_meta", {}).get("hostvars", {}),
+    reason="no DR site: KAFKALAB_DR_INVENTORY names none (make verify names the lab's) and the inventory has no DR "
+    "machine (molecule default has one, dr1)",
 )
 
 
+@cache
+def dr_listing() -> dict[str, Any]:
+    return list_inventory(str(DR_INVENTORY))
+
+
+def dr_host() -> str:
+    """The DR site's Kafka node (one)."""
+    (host,) = sorted(group_hosts(dr_listing(), "kafka_broker"))
+    return host
+
+
+def dr_bootstrap() -> str:
+    """Its bootstrap listener: the advertised address (else the host's) and the first listener's port."""
+    variables = dr_listing()["_meta"]["hostvars"][dr_host()]
+    address = variables.get("kafka_advertised_host") or variables["ansible_host"]
+    return f"{address}:{variables['kafka_listeners'][0]['port']}"
+
+
 def dr_env() -> dict[str, str]:
-    """Where the DR site keeps its CA (beside the primary's, in the scenario's inventory), and the primary's CA."""
+    """Under molecule, where the DR site keeps its CA (beside the primary's, in the scenario's inventory) and the
+    primary's CA; a named DR inventory (the lab's) keeps its own .pki and names the primary's CA itself."""
+    if NAMED_DR:
+        return {}
     return {
         "KAFKALAB_DR_PKI": os.path.join(os.path.dirname(ca_dir()), ".pki-dr"),
         "KAFKALAB_PRIMARY_CA": os.path.join(ca_dir(), "trust.pem"),
     }
+
+
+def dr_pki() -> str:
+    return dr_env().get("KAFKALAB_DR_PKI") or str(DR_INVENTORY / ".pki")
 
 
 def dr_playbook(playbook: str, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
@@ -78,7 +108,7 @@ def dr_playbook(playbook: str, *args: str, timeout: float = 1800) -> subprocess.
 
 
 def dr_settings() -> dict[str, Any]:
-    return kafka_client.settings(os.path.join(dr_env()["KAFKALAB_DR_PKI"], "client.properties"))
+    return kafka_client.settings(os.path.join(dr_pki(), "client.properties"))
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +125,7 @@ def dr_site() -> Iterator[dict[str, Any]]:
         ansible = str(Path(sys.executable).parent / "ansible")
         stop = "systemctl stop kafka-connect kafka"
         subprocess.run(
-            [ansible, "-i", str(DR_INVENTORY), DR, "-b", "-m", "ansible.builtin.command", "-a", stop],
+            [ansible, "-i", str(DR_INVENTORY), dr_host(), "-b", "-m", "ansible.builtin.command", "-a", stop],
             cwd=ROOT,
             env=playbook_env(**dr_env()),
             stdout=subprocess.DEVNULL,
@@ -160,7 +190,7 @@ class CopyWatch(threading.Thread):
         self.reading_since = float("inf")
 
     def run(self) -> None:
-        c = consumer(DR_BOOTSTRAP, self.settings, None)
+        c = consumer(dr_bootstrap(), self.settings, None)
         try:
             wait_until(lambda: c.partitions_for_topic(COPY), 180, f"{COPY} on the DR site", every_s=2)
             partitions = [TopicPartition(COPY, p) for p in sorted(c.partitions_for_topic(COPY))]
@@ -234,7 +264,7 @@ def test_mirror_copies_every_acked_record_and_a_group_fails_over_and_back(
         f"between acks {producer.longest_gap():.3f} s"
     )
     assert lost == [], lost[:20]
-    admin = KafkaAdminClient(**dr_site, bootstrap_servers=DR_BOOTSTRAP, client_id="verify-mirror")
+    admin = KafkaAdminClient(**dr_site, bootstrap_servers=dr_bootstrap(), client_id="verify-mirror")
     try:
         described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, COPY)])
         assert described["topic"][COPY]["retention.ms"]["value"] == RETENTION
@@ -248,7 +278,7 @@ def test_mirror_copies_every_acked_record_and_a_group_fails_over_and_back(
     assert result.returncode == 0, result.stdout[-5000:]
     said = re.search(r"it reads at most (\d+) records again", result.stdout)
     assert said, result.stdout[-3000:]
-    on_dr = read_as_group(DR_BOOTSTRAP, dr_site, COPY, limit=len(acked) // 2)
+    on_dr = read_as_group(dr_bootstrap(), dr_site, COPY, limit=len(acked) // 2)
     skipped, reread = resumed(watch.order, on_primary, on_dr)
     print(
         f"failover: {failover_s:.1f} s (playbook), the group read {len(on_primary)} on the primary, then "

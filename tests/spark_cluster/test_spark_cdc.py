@@ -6,7 +6,9 @@ Kafka -> the Spark job's archive:
   archived exactly once, in commit order per key (each key's events in the archive, by partition and offset, are
   the key's changes in the order PostgreSQL committed them);
 - the table equals, key by key, the last archived event of the key;
-- measured, printed and never asserted: commit to Debezium's event, and commit to the archive, p50 and p99.
+- measured, printed and never asserted: commit to Debezium's event, and commit to the archive, p50 and p99;
+- Prometheus scrapes the server's exporter: the slot active; with the connector stopped the slot has no consumer and
+  its alert fires while rows change; resumed, the alert resolves and the changes made meanwhile are archived once.
 Runs where the inventory has a postgresql host, a kafka_connect host and the job archives the change topic
 (molecule spark); elsewhere it is skipped and says why.
 """
@@ -17,13 +19,15 @@ import base64
 import json
 import ssl
 import statistics
+import time
 import urllib.request
 import uuid
 from typing import Any
 
 import pytest
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import parse_properties
-from inventory_hosts import host_variables, hosts_in, node
+from inventory_hosts import connect_rest_login, hosts_in, node
+from prometheus_api import Prometheus, wait_until
 
 from .conftest import SparkNode
 from .pipeline import wait_for
@@ -33,6 +37,13 @@ CONNECTOR = "shop-cdc"
 SLOT = "kafkalab_cdc"
 DATABASE = "shop"
 ROWS = 300
+# The workload's table, as its owner. Deletes carry the whole row (its run), so the checks tell this run's events from
+# an earlier run's.
+TABLE = (
+    "SET ROLE shop;\n"
+    "CREATE TABLE IF NOT EXISTS customers (id int PRIMARY KEY, name text NOT NULL, seq int NOT NULL, run text);\n"
+    "ALTER TABLE customers REPLICA IDENTITY FULL;\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,19 +65,23 @@ def psql(server: Any, sql: str) -> list[list[str]]:
     return [line.split("|") for line in out.splitlines() if line]
 
 
-def connector_config(worker: str) -> dict[str, str]:
-    """The connector's config as Connect's REST API returns it (HTTPS, the playbooks' REST user)."""
-    settings = host_variables(worker)
-    user = settings.get("kafka_connect_rest_user", "admin")
-    (entry,) = [u for u in settings["kafka_connect_rest_users"] if u["name"] == user]
+def connect_api(worker: str, path: str, method: str = "GET") -> Any:
+    """One call to Connect's REST API (HTTPS, the playbooks' REST user): its decoded answer, None when empty."""
+    user, password = connect_rest_login(worker)
     listener = parse_properties(node(worker).file("/etc/kafka-connect/worker.properties").content_string)["listeners"]
     context = ssl.create_default_context(cadata=node(worker).file("/etc/kafka-connect/tls/ca.pem").content_string)
-    auth = base64.b64encode(f"{user}:{entry['password']}".encode()).decode()
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
     request = urllib.request.Request(
-        f"{listener.strip()}/connectors/{CONNECTOR}/config", headers={"Authorization": f"Basic {auth}"}
+        f"{listener.strip()}{path}", method=method, headers={"Authorization": f"Basic {auth}"}
     )
     with urllib.request.urlopen(request, timeout=15, context=context) as response:
-        return json.loads(response.read().decode())  # type: ignore[no-any-return]
+        text = response.read().decode()
+    return json.loads(text) if text else None
+
+
+def connector_config(worker: str) -> dict[str, str]:
+    """The connector's config as Connect's REST API returns it."""
+    return connect_api(worker, f"/connectors/{CONNECTOR}/config")  # type: ignore[no-any-return]
 
 
 def workload(run: str) -> tuple[str, dict[int, list[tuple[str, int | None]]]]:
@@ -148,10 +163,7 @@ def test_changes_are_archived_once_each_in_commit_order_per_key(spark_node: Spar
     changes = sum(len(v) for v in expected.values())
     psql(
         server,
-        "SET ROLE shop;\n"
-        "CREATE TABLE IF NOT EXISTS customers (id int PRIMARY KEY, name text NOT NULL, seq int NOT NULL, run text);\n"
-        # Deletes carry the whole row (its run), so the check tells this run's events from an earlier run's.
-        "ALTER TABLE customers REPLICA IDENTITY FULL;\nTRUNCATE customers;\n" + sql,
+        TABLE + "TRUNCATE customers;\n" + sql,
     )
 
     def all_archived() -> list[dict[str, Any]] | None:
@@ -182,4 +194,78 @@ def test_changes_are_archived_once_each_in_commit_order_per_key(spark_node: Spar
         f"\nCDC: {changes} changes to {ROWS} rows, each archived once in commit order per key; "
         f"commit to Debezium's event {percentiles([e['event_ms'] - e['committed_ms'] for e in events])}; "
         f"commit to archive {percentiles([e['archived_ms'] - e['committed_ms'] for e in events])}"
+    )
+
+
+def slot_state(server: Any) -> str:
+    """'t' while a consumer streams from the slot, 'f' when none does."""
+    rows = psql(server, f"SELECT active FROM pg_replication_slots WHERE slot_name = '{SLOT}';")
+    return rows[0][0] if rows else ""
+
+
+def test_the_slot_is_watched_and_a_stopped_connector_loses_nothing(spark_node: SparkNode, cdc: dict[str, Any]) -> None:
+    """Prometheus scrapes the server's exporter (roles/postgresql): the slot is active; Debezium's connector stopped,
+    the slot has no consumer and PostgresqlReplicationSlotInactive fires while rows change; resumed, the alert
+    resolves and every change made meanwhile is archived once."""
+    monitoring = hosts_in("monitoring")
+    if not monitoring:
+        pytest.skip("the inventory has no monitoring host")
+    prometheus = Prometheus(monitoring[0])
+    server, worker, name = cdc["server"], cdc["worker"], hosts_in("postgresql")[0]
+    labels = {"job": "postgresql", "node": name, "slot_name": SLOT}
+    series = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    wait_until(lambda: prometheus.query(f"pg_slot_active{{{series}}} == 1"), 120, f"{SLOT} scraped as active")
+    assert prometheus.query(f'pg_up{{job="postgresql", node="{name}"}} == 1'), "the exporter does not reach PostgreSQL"
+    assert prometheus.state("PostgresqlReplicationSlotInactive", **labels) == "inactive"
+    # The alert's `for`, and a few scrapes and evaluations for Prometheus to see the change.
+    alert_s = prometheus.interval("prometheus_alert_slot_for", "5m") + 4 * (
+        prometheus.interval("prometheus_scrape_interval", "15s")
+        + prometheus.interval("prometheus_evaluation_interval", "15s")
+    )
+    run = uuid.uuid4().hex[:12]
+    keys = range(ROWS + 1, ROWS + 51)
+    psql(server, TABLE + f"DELETE FROM customers WHERE id > {ROWS};")
+    connect_api(worker, f"/connectors/{CONNECTOR}/stop", method="PUT")
+    try:
+        wait_for(f"{SLOT} without its consumer", lambda: slot_state(server) == "f", timeout=120)
+        # Changes while nobody reads the slot: 50 inserts and 50 updates, one transaction each.
+        psql(
+            server,
+            TABLE
+            + "\n".join(f"INSERT INTO customers VALUES ({k}, 'stopped-{k}', {k}, '{run}');" for k in keys)
+            + "\n"
+            + "\n".join(f"UPDATE customers SET seq = {k + 1000} WHERE id = {k};" for k in keys),
+        )
+        started = time.monotonic()
+        wait_until(
+            lambda: prometheus.state("PostgresqlReplicationSlotInactive", **labels) == "firing",
+            alert_s,
+            "PostgresqlReplicationSlotInactive firing",
+            every_s=2,
+        )
+        fired_s = time.monotonic() - started
+        (retained,) = prometheus.query(f"pg_slot_retained_bytes{{{series}}}")
+    finally:
+        connect_api(worker, f"/connectors/{CONNECTOR}/resume", method="PUT")
+    wait_for(f"{SLOT} read again", lambda: slot_state(server) == "t", timeout=180)
+    wait_until(
+        lambda: prometheus.state("PostgresqlReplicationSlotInactive", **labels) == "inactive",
+        alert_s,
+        "PostgresqlReplicationSlotInactive resolved",
+        every_s=2,
+    )
+
+    def all_archived() -> list[dict[str, Any]] | None:
+        found = archived(spark_node, run)
+        return found if len(found) >= 2 * len(keys) else None
+
+    events = wait_for(f"the {2 * len(keys)} changes made while stopped", all_archived, timeout=300, interval=10)
+    assert len(events) == 2 * len(keys), f"{len(events)} events archived for {2 * len(keys)} changes (duplicates)"
+    assert sorted((e["key"], e["op"], e["seq"]) for e in events) == sorted(
+        [(k, "c", k) for k in keys] + [(k, "u", k + 1000) for k in keys]
+    )
+    print(
+        f"\nslot watch: PostgresqlReplicationSlotInactive fired {fired_s:.0f} s after the changes while stopped "
+        f"(its for: {prometheus.settings.get('prometheus_alert_slot_for', '5m')}); the slot held back "
+        f"{int(float(retained['value'][1]))} bytes of WAL; {len(events)} changes archived once after the resume"
     )

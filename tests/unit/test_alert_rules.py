@@ -99,6 +99,8 @@ CONNECT = {
         "connect2": {"address": "192.0.2.52", "port": 8083, "metrics_port": None},
     }
 }
+# A PostgreSQL server on spark1, as the postgresql role's preflight publishes it: its exporter's port.
+POSTGRESQL = {"servers": {"spark1": {"address": "192.0.2.21", "port": 5432, "metrics_port": 9187}}}
 REGISTRY_CA_FILE = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__prometheus_registry_ca_file"]
 
 
@@ -119,7 +121,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
     model = prometheus_model(
         hostvars,
-        {"kafka": names, "monitoring": ["mon1"]},
+        {"kafka": names, "monitoring": ["mon1"], "postgresql": ["spark1"]},
         kafka,
         {"servers": {"kafka1": {"address": "192.0.2.11", "myid": 1}}, "ports": {"metrics_port": 7072}},
         {
@@ -134,12 +136,14 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         SPARK,
         REGISTRY,
         CONNECT,
+        POSTGRESQL,
     )
     assert model["problems"] == []
     jobs = {j["name"]: j["targets"] for j in model["jobs"]}
     assert [t["address"] for t in jobs["kafka"]] == ["192.0.2.11:7071", "192.0.2.12:7071", "192.0.2.13:7071"]
     assert jobs["kafka"][0]["labels"] == {"node": "kafka1", "node_id": "1", "roles": "broker+controller"}
-    assert [t["labels"]["node"] for t in jobs["node"]] == ["kafka1", "kafka2", "kafka3", "mon1"]
+    # Every managed host has a node exporter, a PostgreSQL host in no other group too.
+    assert [t["labels"]["node"] for t in jobs["node"]] == ["kafka1", "kafka2", "kafka3", "mon1", "spark1"]
     assert jobs["zookeeper"] == [{"address": "192.0.2.11:7072", "labels": {"node": "kafka1", "myid": "1"}}]
     # Every exporter port is opened to the monitoring host and networks, and nothing else.
     opened = {s["name"]: (s["port"], s.get("from_hosts"), s["from_networks"]) for s in model["firewall_services"]}
@@ -174,6 +178,9 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
     # Kafka Connect: each worker's JMX exporter, plain http; its port is the kafka_connect role's to open.
     assert jobs["kafka_connect"] == [{"address": "192.0.2.51:7073", "labels": {"node": "connect1"}}]
     assert not [s for s in model["firewall_services"] if "connect" in s["name"]]
+    # PostgreSQL: each server's exporter, plain http; its port is the postgresql role's to open.
+    assert jobs["postgresql"] == [{"address": "192.0.2.21:9187", "labels": {"node": "spark1"}}]
+    assert not [s for s in model["firewall_services"] if "postgresql" in s["name"]]
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["kafkalab.kafka.prometheus_scrape_configs"] = prometheus_scrape_configs
@@ -200,6 +207,7 @@ def test_scrape_config_names_every_exporter_with_its_host_and_promtool_accepts_i
         "spark_job",
         "schema_registry",
         "kafka_connect",
+        "postgresql",
         "kafka_lag",
         "prometheus",
     ]

@@ -48,7 +48,9 @@ def model(hostvars: Any = None, groups: Any = None, kafka: Any = None, **overrid
 def test_a_cdc_source_with_its_reader_allowed_from_the_connect_group_only() -> None:
     m = model()
     assert m["problems"] == []
-    assert m["servers"] == {"pg1": {"address": "10.0.0.21", "port": 5432, "names": ["pg1", "10.0.0.21"]}}
+    assert m["servers"] == {
+        "pg1": {"address": "10.0.0.21", "port": 5432, "names": ["pg1", "10.0.0.21"], "metrics_port": None}
+    }
     assert m["ca_dir"] == "/inv/.pki"
     assert m["users"] == [{"name": "shop", "replication": False}, {"name": "debezium", "replication": True}]
     assert m["databases"] == [{"name": "shop", "owner": "shop", "publication": "kafkalab_cdc", "readers": ["debezium"]}]
@@ -64,6 +66,28 @@ def test_a_cdc_source_with_its_reader_allowed_from_the_connect_group_only() -> N
             "from_hosts": ["connect1", "connect2"],
             "from_networks": [],
         }
+    ]
+
+
+def test_with_monitoring_hosts_each_server_exports_metrics_to_them_only() -> None:
+    groups = {**GROUPS, "monitoring": ["mon1"]}
+    m = model(groups=groups, postgresql_metrics_port=9187)
+    assert m["problems"] == []
+    assert m["servers"]["pg1"]["metrics_port"] == 9187
+    assert m["firewall_services"][-1] == {
+        "name": "postgresql metrics",
+        "hosts": ["pg1"],
+        "port": 9187,
+        "from_hosts": ["mon1"],
+        "from_networks": ["monitoring"],
+    }
+
+
+def test_a_metrics_port_that_is_the_servers_own_is_refused() -> None:
+    m = model(groups={**GROUPS, "monitoring": ["mon1"]}, postgresql_metrics_port=5432)
+    assert m["problems"] == [
+        "pg1: postgresql_metrics_port is 5432: it must be a TCP port (1-65535) other than postgresql_port (5432). "
+        "Fix it."
     ]
 
 
@@ -123,6 +147,12 @@ def test_the_operators_own_ca_needs_no_project_ca() -> None:
             {"postgresql_users": [{"name": "postgres", "password": "x"}]},
             "postgresql_users[0] (postgres): postgres is PostgreSQL's own role",
             id="reserved-user",
+        ),
+        pytest.param(
+            {"postgresql_users": [{"name": "prometheus", "password": "x"}]},
+            "postgresql_users[0] (prometheus): prometheus is the metrics exporter's login (no password, local peer "
+            "login only). Pick another name.",
+            id="exporter-user",
         ),
         pytest.param(
             {"postgresql_users": [{"name": "shop", "password": "x"}, {"name": "shop", "password": "y"}]},
