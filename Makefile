@@ -40,7 +40,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark journeys failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark journeys failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench bench-mirror lab-status lab-destroy \
         lint unit unit-playbooks unit-rest sanity collection molecule test clean
 
 help:  ## list the targets
@@ -149,6 +149,9 @@ report: venv  ## cluster report: brokers, controller, partitions (leader/ISR/off
 
 bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~10 min: converge (cold, no-op), Kafka, disk/net limits, Spark job; JSON + plots in .cache/bench
 	$(BIN)/python -m kafkalab.bench --inventory $(LAB_INVENTORY) $(if $(filter 0,$(BENCH_COLD)),--no-cold,--cold)
+
+bench-mirror: venv  ## MirrorMaker 2's copy rate to the lab's DR site (~2 min): a backlog written while the DR workers are stopped, copied after their start; JSON in .cache/bench/mirror.json
+	$(BIN)/python -m kafkalab.bench.mirror --inventory $(LAB_INVENTORY) --dr-inventory $(or $(LAB_DR_INVENTORY),$(error no DR site: set LAB_DR_INVENTORY))
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)

@@ -96,8 +96,11 @@ class Ansible:
             raise MeasurementError(str(exc)) from None
         return {group: sorted(group_hosts(listing, group)) for group in listing if group != "_meta"}
 
-    def module(self, pattern: str, module: str, args: Mapping[str, Any], timeout: float = 900) -> dict[str, HostResult]:
-        """One module on the hosts of a pattern, as `ansible PATTERN -m MODULE -a ARGS` runs it: no facts gathered.
+    def module(
+        self, pattern: str, module: str, args: Mapping[str, Any], timeout: float = 900, become: bool = False
+    ) -> dict[str, HostResult]:
+        """One module on the hosts of a pattern, as `ansible PATTERN -m MODULE -a ARGS [-b]` runs it: no facts
+        gathered.
 
         It runs as a one-task play, since kafkalab.ansible_driver (the only code that runs Ansible's tools)
         runs playbooks; the JSON callback reports a play's results as it does an ad-hoc command's.
@@ -107,6 +110,7 @@ class Ansible:
                 "name": f"{module} on {pattern}",
                 "hosts": pattern,
                 "gather_facts": False,
+                "become": become,
                 "tasks": [{"name": module, module: dict(args)}],
             }
         ]
