@@ -36,6 +36,8 @@ from typing import Any
 from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     FIREWALL_ADDRESS,
     as_int,
+    exporter_port,
+    exporter_services,
     get,
     host_address,
     is_port,
@@ -228,16 +230,15 @@ def kafka_connect_model(
                     f"{host}: kafka_connect_port is {port}, which {what} ({name}) uses on the same host. Give "
                     "kafka_connect_port (or the other) another port."
                 )
-        metrics = None
-        if groups.get("monitoring"):
-            raw = get(hostvars, host, "kafka_connect_metrics_port", settings.get("kafka_connect_metrics_port", 7073))
-            if not is_port(raw) or int(str(raw)) == port:
-                problems.append(
-                    f"{host}: kafka_connect_metrics_port is {raw!r}: it must be a TCP port (1-65535) other than "
-                    f"kafka_connect_port ({port}). Fix it."
-                )
-            else:
-                metrics = int(str(raw))
+        metrics = exporter_port(
+            hostvars,
+            groups,
+            host,
+            "kafka_connect_metrics_port",
+            settings.get("kafka_connect_metrics_port", 7073),
+            ("kafka_connect_port", port),
+            problems,
+        )
         address = str(host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True))
         names = list(dict.fromkeys([host, address]))
         workers[host] = {
@@ -404,20 +405,7 @@ def kafka_connect_model(
         for port, members in sorted(by_port.items())
     ]
     # The JMX exporter agent: Prometheus's hosts and the monitoring networks.
-    by_metrics: dict[int, list[str]] = {}
-    for host, worker in workers.items():
-        if worker["metrics_port"]:
-            by_metrics.setdefault(worker["metrics_port"], []).append(host)
-    services += [
-        {
-            "name": "kafka connect metrics",
-            "hosts": members,
-            "port": port,
-            "from_hosts": sorted(groups.get("monitoring") or []),
-            "from_networks": ["monitoring"],
-        }
-        for port, members in sorted(by_metrics.items())
-    ]
+    services += exporter_services("kafka connect metrics", {h: w["metrics_port"] for h, w in workers.items()}, groups)
     return {
         "workers": workers,
         "client_ca": f"{ca_dir}/trust.pem" if ca_dir else "",

@@ -27,6 +27,8 @@ from typing import Any
 from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     FIREWALL_ADDRESS,
     NETWORK_CLASSES,
+    exporter_port,
+    exporter_services,
     get,
     host_address,
     is_ip,
@@ -250,16 +252,15 @@ def postgresql_model(
         address = host_address(hostvars, host, FIREWALL_ADDRESS, bare_names=True)
         names = list(dict.fromkeys([host, str(address)]))
         # The exporter (Debian's prometheus-postgres-exporter) runs where Prometheus would scrape it.
-        metrics = None
-        if groups.get("monitoring"):
-            raw = get(hostvars, host, "postgresql_metrics_port", settings.get("postgresql_metrics_port", 9187))
-            if not is_port(raw) or int(str(raw)) == int(str(port)):
-                problems.append(
-                    f"{host}: postgresql_metrics_port is {raw!r}: it must be a TCP port (1-65535) other than "
-                    f"postgresql_port ({port}). Fix it."
-                )
-            else:
-                metrics = int(str(raw))
+        metrics = exporter_port(
+            hostvars,
+            groups,
+            host,
+            "postgresql_metrics_port",
+            settings.get("postgresql_metrics_port", 9187),
+            ("postgresql_port", int(str(port))),
+            problems,
+        )
         model["servers"][host] = {
             "address": str(address),
             "port": int(str(port)),
@@ -313,20 +314,9 @@ def postgresql_model(
             for port, members in sorted(by_port.items())
         ]
     # The exporter: Prometheus's hosts and the monitoring networks.
-    by_metrics: dict[int, list[str]] = {}
-    for host, server in model["servers"].items():
-        if server["metrics_port"]:
-            by_metrics.setdefault(server["metrics_port"], []).append(host)
-    services += [
-        {
-            "name": "postgresql metrics",
-            "hosts": members,
-            "port": port,
-            "from_hosts": sorted(groups.get("monitoring") or []),
-            "from_networks": ["monitoring"],
-        }
-        for port, members in sorted(by_metrics.items())
-    ]
+    services += exporter_services(
+        "postgresql metrics", {h: s["metrics_port"] for h, s in model["servers"].items()}, groups
+    )
     model.update({"users": users, "databases": databases, "hba": hba, "firewall_services": services})
     return model
 

@@ -99,6 +99,49 @@ def is_port(value: Any) -> bool:
     return port is not None and 0 < port < 65536
 
 
+def exporter_port(
+    hostvars: Mapping[str, Any],
+    groups: Mapping[str, Any],
+    host: str,
+    variable: str,
+    default: Any,
+    service: tuple[str, int],
+    problems: list[str],
+) -> int | None:
+    """A service's metrics exporter port on a host (`variable`, else `default`): None without monitoring hosts, as
+    nothing would scrape it. A value that is no TCP port, or the service's own (`service`: its variable and port), is
+    a problem, and None."""
+    if not groups.get("monitoring"):
+        return None
+    raw = get(hostvars, host, variable, default)
+    if not is_port(raw) or int(str(raw)) == service[1]:
+        problems.append(
+            f"{host}: {variable} is {raw!r}: it must be a TCP port (1-65535) other than {service[0]} ({service[1]}). "
+            "Fix it."
+        )
+        return None
+    return int(str(raw))
+
+
+def exporter_services(name: str, ports: Mapping[str, int | None], groups: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The firewall records of an exporter: one per port (instances on one machine each have their own), open to
+    Prometheus's hosts (group monitoring) and the monitoring networks."""
+    by_port: dict[int, list[str]] = {}
+    for host, port in ports.items():
+        if port:
+            by_port.setdefault(port, []).append(host)
+    return [
+        {
+            "name": name,
+            "hosts": members,
+            "port": port,
+            "from_hosts": sorted(groups.get("monitoring") or []),
+            "from_networks": ["monitoring"],
+        }
+        for port, members in sorted(by_port.items())
+    ]
+
+
 def is_ip(value: Any) -> bool:
     try:
         ipaddress.ip_address(str(value))
