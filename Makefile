@@ -40,7 +40,7 @@ KAFKA_ZK_VERSION := $(shell sed -n 's/^kafka_version: *"\(.*\)"/\1/p' molecule/z
 BENCH_COLD ?= 1
 BENCH_NEEDS := $(if $(filter 0,$(BENCH_COLD)),$(if $(filter inventories/lab,$(LAB_INVENTORY)),lab-up),image)
 
-.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark journeys failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench bench-mirror lab-status lab-destroy \
+.PHONY: help venv artifacts engine image images lab lab-up lab-converge verify verify-spark journeys failover restart rotate-certificates upgrade migrate rollback journey journey-default journey-spark topics report bench bench-mirror bench-transactions lab-status lab-destroy \
         lint unit unit-playbooks unit-rest sanity collection molecule test clean
 
 help:  ## list the targets
@@ -58,14 +58,13 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed  ## the pinned Python toolchain in .venv
 
 artifacts: venv  ## everything hosts get from the controller, verified against artifacts/locks: Kafka 4.x (and the previous 4.x) and 3.9.x, Spark jars and wheels, the JMX exporter agent, the lag exporter's wheel, Apicurio Registry, the Connect jars and connector plugins
-	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
-	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_PREVIOUS_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
-	$(BIN)/python -m kafkalab.artifacts assemble-kafka --version $(KAFKA_ZK_VERSION) --scala $(KAFKA_SCALA) --out .cache/artifacts
-	@# The releases' own topic-config lists (and broker update modes) need java on the controller; without it
-	@# (exit 4) the broker checks the names.
-	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_VERSION).tgz || [ $$? -eq 4 ]
-	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_PREVIOUS_VERSION).tgz || [ $$? -eq 4 ]
-	$(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$(KAFKA_ZK_VERSION).tgz || [ $$? -eq 4 ]
+	@# Every Kafka release a host may run: the default, the one the default scenario upgrades from, ZooKeeper mode's and
+	@# the Connect workers' (each once). The releases' own topic-config lists (and broker update modes) need java on the
+	@# controller; without it (exit 4) the broker checks the names.
+	for version in $(sort $(KAFKA_VERSION) $(KAFKA_PREVIOUS_VERSION) $(KAFKA_ZK_VERSION) $(KAFKA_CONNECT_VERSION)); do \
+	  $(BIN)/python -m kafkalab.artifacts assemble-kafka --version $$version --scala $(KAFKA_SCALA) --out .cache/artifacts || exit 1; \
+	  $(BIN)/python -m kafkalab.artifacts topic-configs --archive .cache/artifacts/kafka_$(KAFKA_SCALA)-$$version.tgz || [ $$? -eq 4 ] || exit 1; \
+	done
 	$(BIN)/python -m kafkalab.artifacts fetch-jars --lock artifacts/locks/spark-kafka-$(SPARK_VERSION).json --out .cache/artifacts
 	$(BIN)/python -m kafkalab.artifacts build-wheels --requirements artifacts/locks/pyspark-$(SPARK_VERSION).txt --project spark --out .cache/artifacts/spark-wheels
 	@# Metrics: the JMX exporter agent for every Kafka and ZooKeeper JVM, kafka-python for the consumer-lag exporter.
@@ -152,6 +151,9 @@ bench: venv artifacts $(BENCH_NEEDS)  ## measured numbers, ~10 min: converge (co
 
 bench-mirror: venv  ## MirrorMaker 2's copy rate to the lab's DR site (~2 min): a backlog written while the DR workers are stopped, copied after their start; JSON in .cache/bench/mirror.json
 	$(BIN)/python -m kafkalab.bench.mirror --inventory $(LAB_INVENTORY) --dr-inventory $(or $(LAB_DR_INVENTORY),$(error no DR site: set LAB_DR_INVENTORY))
+
+bench-transactions: venv  ## a transactional read-process-write pipeline's rate on the lab (Kafka's Java clients; ~1 min): transactions/s and records/s; JSON in .cache/bench/transactions.json
+	$(BIN)/python -m kafkalab.bench.transactions --inventory $(LAB_INVENTORY) --kafka-version $(KAFKA_VERSION)
 
 lab-status: venv  ## state of the lab hosts
 	$(BIN)/python -m kafkalab.lab status --inventory $(LAB_INVENTORY)

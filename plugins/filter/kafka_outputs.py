@@ -13,6 +13,8 @@ from typing import Any
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import instance_dirs
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import to_properties
+from ansible_collections.kafkalab.kafka.plugins.module_utils.share_groups import SINCE as SHARE_GROUPS_SINCE
+from ansible_collections.kafkalab.kafka.plugins.module_utils.share_groups import broker_properties, release
 
 
 def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mapping[str, Any]) -> dict[str, str]:
@@ -125,6 +127,20 @@ def kafka_server_properties(model: Mapping[str, Any], host: str, settings: Mappi
                 "auto.create.topics.enable": "false",
             }
         )
+        if release(settings.get("version")) >= SHARE_GROUPS_SINCE:
+            # The share coordinator's state topic, sized as the other internal topics (only where that differs
+            # from Kafka's 3 and 2: a cluster at the defaults keeps its file as it was).
+            props.update(
+                {
+                    key: value
+                    for key, value, default in (
+                        ("share.coordinator.state.topic.replication.factor", rf, "3"),
+                        ("share.coordinator.state.topic.min.isr", min_isr, "2"),
+                    )
+                    if value != default
+                }
+            )
+        props.update(broker_properties(settings))
     return props
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible_collections.kafkalab.kafka.plugins.module_utils.properties import java_text
+from ansible_collections.kafkalab.kafka.plugins.module_utils.share_groups import share_version_change
 
 
 def kafka_restart_order(
@@ -100,9 +101,23 @@ def kafka_release_lowers_metadata(finalized: Mapping[str, Any], target: Mapping[
     return metadata_version_key(current) > metadata_version_key(target["metadata.version.name"])
 
 
+def kafka_share_version_change(finalized: Mapping[str, Any], enabled: Any, target: Mapping[str, Any]) -> dict[str, Any]:
+    """kafka_share_groups_enabled against the cluster's finalized share.version (share_groups.share_version_change),
+    the release's default level from its features.json."""
+    return share_version_change(finalized, bool(enabled), int(target.get("share.version", 0) or 0))
+
+
+def kafka_release_features_wanted(target: Mapping[str, Any], share_groups_enabled: Any) -> dict[str, Any]:
+    """The release's default feature levels the cluster is raised to: share.version left out while share groups
+    are off (kafka_share_groups_enabled), so that an upgrade does not turn them on."""
+    return {k: v for k, v in target.items() if bool(share_groups_enabled) or k != "share.version"}
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
+            "kafka_share_version_change": kafka_share_version_change,
+            "kafka_release_features_wanted": kafka_release_features_wanted,
             "kafka_restart_order": kafka_restart_order,
             "kafka_dynamic_properties": kafka_dynamic_properties,
             "kafka_finalized_features": kafka_finalized_features,

@@ -22,6 +22,7 @@ from ansible_collections.kafkalab.kafka.plugins.module_utils.inventory import (
     is_port,
     machine,
 )
+from ansible_collections.kafkalab.kafka.plugins.module_utils.share_groups import check as check_share_groups
 
 # A ZooKeeper path: one or more /elements, none of them `.` or `..` (ZooKeeper refuses those).
 ZOOKEEPER_CHROOT = re.compile(r"^(/(?!\.\.?(/|$))[A-Za-z0-9_.-]+)+$")
@@ -154,6 +155,7 @@ def _check_settings(settings: Mapping[str, Any], problems: list[str]) -> None:
         problems.append(
             f"kafka_num_partitions '{settings.get('num_partitions')}' must be a positive integer (num.partitions)."
         )
+    check_share_groups(settings, problems)
 
 
 def _zookeeper_connect(

@@ -138,10 +138,10 @@ def collect_topics(admin: KafkaAdminClient, include_internal: bool = False) -> l
 
 
 def list_group_ids(admin: KafkaAdminClient, errors: list[str] | None = None) -> list[str]:
-    """Every consumer group the cluster coordinates now. ListGroups answers with the asking broker's own groups
-    only, and kafka-python asks the brokers of its cached metadata, which can miss a broker for minutes after that
-    broker was away (until the metadata's next refresh): a group coordinated there would be left out with no
-    error. So the brokers asked are the ones the cluster describes now, unfenced.
+    """Every consumer group (not a share group) the cluster coordinates now. ListGroups answers with the asking
+    broker's own groups only, and kafka-python asks the brokers of its cached metadata, which can miss a broker for
+    minutes after that broker was away (until the metadata's next refresh): a group coordinated there would be left
+    out with no error. So the brokers asked are the ones the cluster describes now, unfenced.
 
     errors: when given, a broker that does not answer (stopped, and not yet fenced) is named there and its groups
     are left out; otherwise its failure is raised."""
@@ -155,8 +155,14 @@ def list_group_ids(admin: KafkaAdminClient, errors: list[str] | None = None) -> 
                 raise
             errors.append(f"the groups of broker {broker}: {type(exc).__name__}: {exc}")
             continue
-        names |= {g["group_id"] if isinstance(g, dict) else g[0] for g in listed}
+        names |= {g["group_id"] if isinstance(g, dict) else g[0] for g in listed if not share_group(g)}
     return sorted(names)
+
+
+def share_group(listed: Any) -> bool:
+    """A share group (KIP-932) in ListGroups' answer: it commits no consumer offsets (its progress is the share
+    coordinator's, shown by kafka-share-groups, which playbooks/report.yml adds to the report)."""
+    return isinstance(listed, dict) and "share" in (listed.get("group_type"), listed.get("protocol_type"))
 
 
 def collect_groups(

@@ -187,7 +187,8 @@ def committed_group(cluster: Cluster) -> Iterator[str]:
 
 
 # The KRaft quorum's metrics (the dashboard's quorum row): a ZooKeeper-mode cluster has no such quorum.
-KRAFT_ONLY_METRICS = ("kafka_raft_", "kafka_broker_metadata_")
+# (Share groups: Kafka 4.2+, so KRaft only too.)
+KRAFT_ONLY_METRICS = ("kafka_raft_", "kafka_broker_metadata_", "kafka_group_coordinator_share_", "kafka_server_share_")
 
 
 def live_queries(queries: list[str], cluster: Cluster) -> list[str]:

@@ -35,6 +35,8 @@ import hashlib
 import json
 import os
 import re
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -49,10 +51,12 @@ from inventory_hosts import (
     hosts_in,
     inventory_listing,
     kafka_properties_path,
+    kafka_unit,
     listener_protocol,
     node,
 )
-from kafka.admin import KafkaAdminClient
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from journeys.steps import (
     Load,
@@ -74,6 +78,7 @@ from journeys.steps import (
     vvv_run,
 )
 from kafkalab import kafka_client
+from kafkalab.transactions import TxnWorkload
 
 pytestmark = pytest.mark.changes_cluster
 
@@ -149,6 +154,54 @@ def load() -> Iterator[Load]:
     running.close(stopped=bool(SEEN.get("load_stopped")))
 
 
+TXN_NAME = "lifecycle-txn"
+
+
+@pytest.fixture(scope="module")
+def transactions(load: Load) -> Iterator[dict[str, TxnWorkload]]:
+    """The transactional read-process-write workload (kafkalab/transactions.py), started by the first step that needs
+    it (the upgrade: its roll is the rolling restart it goes through) and checked by the transactions step."""
+    held: dict[str, TxnWorkload] = {}
+    yield held
+    for workload in held.values():
+        workload.close()
+
+
+def transactional_workload(load: Load, held: dict[str, TxnWorkload]) -> TxnWorkload:
+    """The workload, started now if no step started it: it reads the load's topic from its start and writes a topic of
+    its own (RF 3, min.insync.replicas 2, made here; its group, transactional id and output named anew for each start,
+    so that a second start on the same cluster checks its own records), with Kafka's Java clients of the inventory's
+    release, as the journey's admin."""
+    if "running" in held:
+        return held["running"]
+    first = group("kafka_broker")[0]
+    name = f"{TXN_NAME}-{uuid.uuid4().hex[:6]}"
+    output = f"{name}-out"
+    admin = KafkaAdminClient(**kafka_client.settings(load.client_config), bootstrap_servers=load.bootstrap)
+    try:
+        admin.create_topics([NewTopic(output, 3, 3, topic_configs={"min.insync.replicas": "2"})], timeout_ms=60_000)
+    finally:
+        admin.close()
+    running = TxnWorkload(
+        host_variables(first)["kafka_version"],
+        load.bootstrap,
+        load.client_config,
+        (load.topic, output),
+        name,
+        scala=host_variables(first).get("kafka_scala_version", "2.13"),
+    )
+    held["running"] = running
+    running.start()
+    running.wait_commits(10, 180)
+    return running
+
+
+def finalized_features(name: str) -> dict[str, str]:
+    """The cluster's finalized feature levels as the node's admin tool reads them (metadata.version by name)."""
+    said = node(name).check_output(f"kafka-features {journey_tool_args(name)} describe")
+    return dict(re.findall(r"Feature: (\S+)\s.*?FinalizedVersionLevel: (\S+)", said))
+
+
 # ---- 1. the release --------------------------------------------------------------------------------------
 
 
@@ -167,17 +220,32 @@ def test_upgrade_check_mode_shows_the_plan_and_changes_nothing(load: Load) -> No
 
 
 def test_upgrade_moves_every_node_to_the_inventorys_release_under_load(
-    load: Load, capsys: pytest.CaptureFixture[str]
+    load: Load, transactions: dict[str, TxnWorkload], capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = group("kafka")[0]
     if release_dir(first) == wanted_release(first):
         pytest.skip("the cluster already runs the inventory's release")
     SEEN["previous_version"] = os.path.basename(release_dir(first)).rsplit("-", 1)[1]
+    SEEN["features_before"] = finalized_features(first)
+    running = transactional_workload(load, transactions)
     ansible("upgrade.yml")
     account(load, capsys, f"upgrade {SEEN['previous_version']} to {host_variables(first)['kafka_version']}")
     assert {name: release_dir(name) for name in group("kafka")} == {
         name: wanted_release(name) for name in group("kafka")
     }
+    # Every feature level the release brings is finalized (kraft.version excepted: a static quorum keeps 0 until
+    # quorum_to_dynamic.yml), as the release's own version-mapping gives them (written beside its archive).
+    version = host_variables(first)["kafka_version"]
+    scala = host_variables(first).get("kafka_scala_version", "2.13")
+    release = json.loads((ROOT / ".cache" / "artifacts" / f"kafka_{scala}-{version}.features.json").read_text())
+    wanted = {f: str(level) for f, level in release.items() if f not in ("kraft.version", "metadata.version.name")}
+    wanted["metadata.version"] = release["metadata.version.name"]
+    after = finalized_features(first)
+    with capsys.disabled():
+        print(f"\nfeature levels {SEEN['features_before']} -> {after}")
+    assert {f: after.get(f) for f in wanted} == wanted
+    # The transactions went on through the roll (every node restarted once, controllers first).
+    running.wait_commits(10, 180)
 
 
 def test_going_back_to_the_previous_release_is_refused() -> None:
@@ -188,6 +256,74 @@ def test_going_back_to_the_previous_release_is_refused() -> None:
     assert {name: release_dir(name) for name in group("kafka")} == {
         name: wanted_release(name) for name in group("kafka")
     }
+
+
+def node_name(node_id: int) -> str:
+    return next(name for name in group("kafka") if int(properties(name)["node.id"]) == node_id)
+
+
+def move_partition_leader(admin: KafkaAdminClient, topic: str, partition: int, order: list[int]) -> None:
+    """The partition's replicas put in `order` (the same replicas: no data moves), then a preferred leader election,
+    so the first of `order` leads it; returns once it does."""
+    tp = TopicPartition(topic, partition)
+    refused = {k: v for k, v in admin.alter_partition_reassignments({tp: order}).items() if v is not None}
+    assert not refused, refused
+    deadline = time.monotonic() + 120
+    while True:
+        found = next(p for p in admin.describe_topics([topic])[0]["partitions"] if p["partition_index"] == partition)
+        if list(found["replica_nodes"]) == order and found["leader_id"] == order[0]:
+            return
+        assert time.monotonic() < deadline, f"{topic}-{partition} did not move to {order}: {found}"
+        if list(found["replica_nodes"]) == order:
+            admin.elect_leaders(0, {topic: [partition]}, raise_errors=False)
+        time.sleep(1)
+
+
+def test_transactions_hold_through_a_coordinator_sigkill_and_a_leader_move(
+    load: Load, transactions: dict[str, TxnWorkload], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Jepsen's checks on a read-process-write pipeline (kafkalab/transactions.py) with Kafka's Java clients of the
+    release, through the upgrade's roll (when it ran), a SIGKILL of the transaction coordinator, and its
+    __transaction_state partition's leadership moved to another replica and back: no committed write lost, no
+    aborted record read, no transaction seen in part, no duplicate."""
+    running = transactional_workload(load, transactions)
+    admin = KafkaAdminClient(**kafka_client.settings(load.client_config), bootstrap_servers=load.bootstrap)
+    try:
+        # 1. SIGKILL the coordinator; systemd starts it again.
+        victim = node_name(running.coordinator())
+        node(victim).run_expect([0], f"systemctl kill --signal=SIGKILL {kafka_unit(victim)}")
+        deadline = time.monotonic() + 120
+        while node(victim).run(f"systemctl is-active --quiet {kafka_unit(victim)}").rc != 0:
+            assert time.monotonic() < deadline, f"systemd did not restart {kafka_unit(victim)} on {victim}"
+            time.sleep(1)
+        running.wait_commits(20, 240)
+        # 2. Move the coordinator's leadership to another replica, then back.
+        state = admin.describe_topics(["__transaction_state"])[0]["partitions"]
+        partition = running.coordinator_partition(len(state))
+        replicas = list(next(p["replica_nodes"] for p in state if p["partition_index"] == partition))
+        assert len(replicas) > 1, f"__transaction_state-{partition} has one replica: its leader cannot move"
+        leader = running.coordinator()
+        moved = [r for r in replicas if r != leader] + [leader]
+        move_partition_leader(admin, "__transaction_state", partition, moved)
+        assert running.coordinator() == moved[0]
+        running.wait_commits(20, 240)
+        move_partition_leader(admin, "__transaction_state", partition, replicas)
+        running.wait_commits(20, 240)
+    finally:
+        admin.close()
+    running.stop()
+    verdict = running.verify()
+    report = LIFECYCLE / (f"molecule-{SCENARIO}-transactions.json" if SCENARIO else "journey-transactions.json")
+    report.write_text(json.dumps({**verdict.__dict__, "sigkilled": victim, "moved": moved}, indent=1))
+    with capsys.disabled():
+        print(f"\n{verdict.line()}; SIGKILLed {victim}, __transaction_state-{partition} led by {moved[0]} and back")
+        for why in sorted(set(verdict.failures))[:5]:
+            print(f"  aborted by a fault: {why[:200]}")
+    assert verdict.anomalies() == {}, verdict.line()
+    assert verdict.committed_transactions > 0 and verdict.aborted_on_purpose > 0
+    # The aborted transactions' records are in the log: the aborted-read check had something to find.
+    assert verdict.aborted_in_log > 0, verdict.line()
+    account(load, capsys, "transactions: coordinator SIGKILL, leader moved and back")
 
 
 # ---- 2. static -> dynamic quorum, a killed run, the next run, a third run ------------------------------------

@@ -595,6 +595,22 @@ CASES = [
         id="heap-size-malformed",
     ),
     pytest.param(
+        lambda: kafka(s={"share_groups": {"delivery_count_limit": 11, "record_lock_duration_ms": "30s"}}),
+        [
+            "kafka_share_group_record_lock_duration_ms '30s' must be an integer from 1000 to 3600000 (group.share.record.lock.duration.ms; Kafka's default is 30000). Fix kafka_share_group_record_lock_duration_ms.",
+            "kafka_share_group_delivery_count_limit '11' must be an integer from 2 to 10 (group.share.delivery.count.limit; Kafka's default is 5). Fix kafka_share_group_delivery_count_limit.",
+        ],
+        id="share-group-sizes-out-of-range",
+    ),
+    pytest.param(
+        lambda: kafka(s={"version": "4.1.1", "share_groups": {"max_size": 50, "enabled": "sometimes"}}),
+        [
+            "kafka_share_groups_enabled must be true or false, not 'sometimes'.",
+            "kafka_share_group_max_size set, but kafka_version 4.1.1 has no generally available share groups (Kafka 4.2 and later). Remove them, or set kafka_version to 4.2 or later.",
+        ],
+        id="share-group-sizes-before-4.2",
+    ),
+    pytest.param(
         lambda: kafka(s={"version": "4.3"}),
         [
             "kafka_version '4.3' is not a release number x.y.z (e.g. 4.3.1). Fix kafka_version.",

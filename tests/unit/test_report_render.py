@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.report import OFFLINE, UNDER_REPLICATED, partition_status, render_text, summarise
+from kafkalab.report import OFFLINE, UNDER_REPLICATED, partition_status, render_text, share_group, summarise
 
 
 def test_healthy_partition_has_no_flags() -> None:
@@ -88,3 +88,13 @@ def test_over_tls_each_broker_shows_when_its_certificate_expires() -> None:
     assert any(line.split()[:3] == ["1", "h1:9092", "2028-03-01T10:00:00Z"] for line in lines)
     assert any(line.split()[:3] == ["3", "h3:9092", "unknown"] for line in lines)
     assert "certificate expires" not in render_text(report())
+
+
+def test_share_groups_are_not_listed_as_consumer_groups() -> None:
+    # ListGroups v5 answers, as kafka-python 3 gives them.
+    assert share_group({"group_id": "q", "protocol_type": "share", "group_state": "Stable", "group_type": "share"})
+    assert not share_group(
+        {"group_id": "c", "protocol_type": "consumer", "group_state": "Stable", "group_type": "consumer"}
+    )
+    assert not share_group({"group_id": "c", "protocol_type": "consumer", "group_type": "classic"})
+    assert not share_group(("c", "consumer"))  # older answers: (group_id, protocol_type)

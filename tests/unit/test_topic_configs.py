@@ -52,7 +52,7 @@ def test_without_java_the_controller_is_told_what_to_install(tmp_path: Path, mon
     "version,present,absent",
     [
         ("4.3.1", ["retention.ms", "min.insync.replicas", "remote.storage.enable"], ["message.format.version"]),
-        ("4.2.1", ["retention.ms", "min.insync.replicas", "remote.storage.enable"], ["message.format.version"]),
+        ("4.4.0", ["retention.ms", "min.insync.replicas", "remote.storage.enable"], ["message.format.version"]),
         ("3.9.2", ["retention.ms", "message.format.version", "message.downconversion.enable"], []),
     ],
 )
@@ -142,7 +142,15 @@ SAME_IN_ALL = {
             "4.3.1",
             {**SAME_IN_ALL, "advertised.listeners": "read-only", "leader.replication.throttled.rate": "cluster-wide"},
         ),
-        ("4.2.1", {**SAME_IN_ALL, "advertised.listeners": "read-only"}),
+        (
+            "4.4.0",
+            {
+                **SAME_IN_ALL,
+                "advertised.listeners": "read-only",
+                "leader.replication.throttled.rate": "cluster-wide",
+                "group.share.delivery.count.limit": "read-only",
+            },
+        ),
         ("3.9.2", {**SAME_IN_ALL, "advertised.listeners": "per-broker", "zookeeper.connect": "read-only"}),
     ],
 )
@@ -250,7 +258,7 @@ def test_any_other_failure_of_version_mapping_is_an_error(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     "version,level,name",
-    [("4.3.1", 30, "4.3-IV0"), ("4.2.1", 29, "4.2-IV1"), ("3.9.2", None, None)],
+    [("4.4.0", 33, "4.4-IV2"), ("4.3.1", 30, "4.3-IV0"), ("3.9.2", None, None)],
 )
 def test_each_pinned_release_gives_its_own_default_features(version: str, level: int | None, name: str | None) -> None:
     archive = CACHE / f"kafka_2.13-{version}.tgz"

@@ -66,6 +66,13 @@ KAFKA_TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
     "kafka-acls": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
     # unregister: a drained KRaft broker leaves the cluster's registrations (playbooks/decommission.yml).
     "kafka-cluster": ("org.apache.kafka.tools.ClusterTool", "kafka.admin.ClusterTool"),
+    # Open, hanging and aborted transactions, by transactional id or partition.
+    "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+}
+# Share groups (KIP-932): Kafka 4 (generally available from 4.2).
+SHARE_GROUP_TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
+    "kafka-share-groups": ("org.apache.kafka.tools.consumer.group.ShareGroupCommand",),
+    "kafka-console-share-consumer": ("org.apache.kafka.tools.consumer.ConsoleShareConsumer",),
 }
 # Only for releases that still bundle ZooKeeper (3.x).
 ZOOKEEPER_TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
@@ -222,6 +229,8 @@ def relock(
         candidates = dict(KAFKA_TOOL_CANDIDATES)
         if any(a.group == "org.apache.zookeeper" and a.artifact == "zookeeper" for a in artifacts):
             candidates.update(ZOOKEEPER_TOOL_CANDIDATES)
+        if int(kafka_version.split(".")[0]) >= 4:
+            candidates.update(SHARE_GROUP_TOOL_CANDIDATES)
         tools = find_tool_classes(jars, candidates)
     lock = Lock(kafka_version, scala_version, logging_for(kafka_version), tools, tuple(artifacts))
     text = lock_to_json(lock, [":".join(r) for r in roots], repository)
