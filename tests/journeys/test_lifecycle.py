@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.kafkalab.kafka.plugins.filter.kafka_restarts import kafka_finalized_features
 from inventory_hosts import (
     ROOT,
     ca_dir,
@@ -196,10 +197,10 @@ def transactional_workload(load: Load, held: dict[str, TxnWorkload]) -> TxnWorkl
     return running
 
 
-def finalized_features(name: str) -> dict[str, str]:
-    """The cluster's finalized feature levels as the node's admin tool reads them (metadata.version by name)."""
-    said = node(name).check_output(f"kafka-features {journey_tool_args(name)} describe")
-    return dict(re.findall(r"Feature: (\S+)\s.*?FinalizedVersionLevel: (\S+)", said))
+def finalized_features(name: str) -> dict[str, Any]:
+    """The cluster's finalized feature levels as the node's admin tool reads them, parsed as the upgrade playbook
+    parses them (kafka_finalized_features: metadata.version by name, the others as integers)."""
+    return kafka_finalized_features(node(name).check_output(f"kafka-features {journey_tool_args(name)} describe"))
 
 
 # ---- 1. the release --------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def test_upgrade_moves_every_node_to_the_inventorys_release_under_load(
     version = host_variables(first)["kafka_version"]
     scala = host_variables(first).get("kafka_scala_version", "2.13")
     release = json.loads((ROOT / ".cache" / "artifacts" / f"kafka_{scala}-{version}.features.json").read_text())
-    wanted = {f: str(level) for f, level in release.items() if f not in ("kraft.version", "metadata.version.name")}
+    wanted = {f: level for f, level in release.items() if f not in ("kraft.version", "metadata.version.name")}
     wanted["metadata.version"] = release["metadata.version.name"]
     after = finalized_features(first)
     with capsys.disabled():
